@@ -1,0 +1,56 @@
+"""The one console script, ``yahtzee-lightning VERB ...``.
+
+Each verb lives with its concern and is imported only when called, so ``solve`` does not pay
+for Lightning and ``demo`` does not pay for the solver. ``fit``/``validate``/``test`` go through
+LightningCLI; the other verbs are small argparse programs with a ``main(argv) -> int``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+VERBS: dict[str, tuple[str, str]] = {
+    "demo": ("yahtzee_lightning.env.demo:main", "play a few games with random legal actions and print the cards"),
+    "solve": ("yahtzee_lightning.solver.cli:main", "build (or load) the exact optimal value table"),
+    "evaluate": ("yahtzee_lightning.evaluation.cli:main", "evaluate a player side by side with the optimum"),
+    "fit": ("yahtzee_lightning.algorithms.cli:main", "train an agent (LightningCLI)"),
+    "validate": ("yahtzee_lightning.algorithms.cli:main", "validate an agent (LightningCLI)"),
+    "export": ("yahtzee_lightning.hub.cli:export_main", "turn a Lightning checkpoint into a shareable agent folder"),
+    "push": ("yahtzee_lightning.hub.cli:push_main", "upload an agent folder to the Hugging Face Hub"),
+    "bench": ("yahtzee_lightning.bench:main", "run a benchmark and print its table"),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: yahtzee-lightning VERB [options]", "", "verbs:"]
+    lines += [f"  {verb:<10} {doc}" for verb, (_, doc) in VERBS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage())
+        return 0
+    verb, rest = argv[0], argv[1:]
+    if verb not in VERBS:
+        print(f"yahtzee-lightning: unknown verb {verb!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    target = VERBS[verb][0]
+    module_name, func_name = target.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name and module_name.startswith(e.name):
+            print(f"yahtzee-lightning: verb {verb!r} is not available in this version", file=sys.stderr)
+            return 2
+        raise
+    func = getattr(module, func_name)
+    if verb in ("fit", "validate"):
+        return int(func([verb, *rest]) or 0)
+    return int(func(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Fixed observation features (SPEC section 3), each selectable by name.
+
+A feature maps the raw state TensorDict to a float tensor ``(..., size)``. Learned dice
+encoders (``emb``, ``pos_emb``) hold parameters and live with the network in ``nn/``; they read
+the raw ``dice`` key. :class:`FeatureTransform` writes the concatenation to ``observation`` for
+code that wants a flat vector from the env itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from tensordict import TensorDictBase
+from torchrl.data import Composite, Unbounded
+from torchrl.envs import Transform
+
+from ..game import N_BOXES, N_DICE, N_FACES, OPEN, Rules, box_options, dice_index, upper_sum
+from ..game.rules import N_ROLLS, UPPER_BONUS_THRESHOLD, YAHTZEE_BOX
+from ..game.tables import tables
+from . import keys as K
+
+FeatureFn = Callable[[TensorDictBase, Rules], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Feature:
+    size: int
+    fn: FeatureFn
+    doc: str
+
+
+FEATURES: dict[str, Feature] = {}
+
+
+def register_feature(name: str, size: int, doc: str) -> Callable[[FeatureFn], FeatureFn]:
+    """Add a feature to the registry: ``@register_feature("my_feature", 4, "why it helps")``."""
+
+    def wrap(fn: FeatureFn) -> FeatureFn:
+        if name in FEATURES:
+            raise ValueError(f"feature {name!r} is already registered")
+        FEATURES[name] = Feature(size, fn, doc)
+        return fn
+
+    return wrap
+
+
+def _counts(td: TensorDictBase) -> torch.Tensor:
+    return tables(td.device).counts[dice_index(td[K.DICE])]
+
+
+@register_feature("dice_onehot", N_DICE * N_FACES, "5x6 one-hot of the sorted dice")
+def dice_onehot(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    d = td[K.DICE].long() - 1
+    return torch.nn.functional.one_hot(d, N_FACES).flatten(-2).float()
+
+
+@register_feature("dice_bin", N_FACES, "face counts n(d) / 5")
+def dice_bin(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    return _counts(td).float() / N_DICE
+
+
+@register_feature("dice_combined", N_DICE * N_FACES + N_FACES, "one-hot and face counts")
+def dice_combined(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    return torch.cat([dice_onehot(td, rules), dice_bin(td, rules)], -1)
+
+
+@register_feature("card_mask", N_BOXES, "1 where a box is open")
+def card_mask(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    return (td[K.CARD] == OPEN).float()
+
+
+@register_feature("bonus_progress", 1, "min(upper sum / 63, 1)")
+def bonus_progress(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    return (upper_sum(td[K.CARD]).float() / UPPER_BONUS_THRESHOLD).clamp(max=1).unsqueeze(-1)
+
+
+@register_feature("turn_progress", 1, "turn / (turns - 1)")
+def turn_progress(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    return (td[K.TURN].float() / max(rules.n_turns - 1, 1)).clamp(max=1).unsqueeze(-1)
+
+
+@register_feature("roll_onehot", N_ROLLS, "which decision of the turn")
+def roll_onehot(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    return torch.nn.functional.one_hot(td[K.ROLL].long(), N_ROLLS).float()
+
+
+@register_feature("joker_active", 1, "the dice are a Yahtzee and the Yahtzee box is filled")
+def joker_active(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    if not rules.joker_active:
+        return torch.zeros(*td.batch_size, 1, device=td.device)
+    yahtzee = _counts(td).max(-1).values == N_DICE
+    return (yahtzee & (td[K.CARD][..., YAHTZEE_BOX] != OPEN)).float().unsqueeze(-1)
+
+
+@register_feature("upper_lockin", 6, "scoring this upper box now would reach 63")
+def upper_lockin(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    card = td[K.CARD]
+    up = upper_sum(card).unsqueeze(-1)
+    gain = _counts(td) * torch.arange(1, 7, device=td.device)
+    return ((card[..., :6] == OPEN) & (up < UPPER_BONUS_THRESHOLD) & (up + gain >= UPPER_BONUS_THRESHOLD)).float()
+
+
+@register_feature("potentials", N_BOXES, "score each legal box would give now / 50")
+def potentials(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    scores, _, _ = box_options(dice_index(td[K.DICE]), td[K.CARD], rules)
+    return scores.float() / 50.0
+
+
+PRESETS: dict[str, tuple[str, ...]] = {
+    "single_turn": ("dice_combined", "card_mask", "bonus_progress", "roll_onehot"),
+    "full_game": ("dice_combined", "card_mask", "bonus_progress", "roll_onehot", "turn_progress", "potentials"),
+    "all": (
+        "dice_combined",
+        "card_mask",
+        "bonus_progress",
+        "roll_onehot",
+        "turn_progress",
+        "joker_active",
+        "upper_lockin",
+        "potentials",
+    ),
+}
+
+
+def resolve_features(names: str | Sequence[str]) -> tuple[str, ...]:
+    """A preset name or a list of feature names, checked against the registry."""
+    if isinstance(names, str):
+        if names not in PRESETS:
+            raise ValueError(f"unknown feature preset {names!r}; presets: {sorted(PRESETS)}")
+        names = PRESETS[names]
+    unknown = [n for n in names if n not in FEATURES]
+    if unknown:
+        raise ValueError(f"unknown features {unknown}; known: {sorted(FEATURES)}")
+    return tuple(names)
+
+
+def feature_size(names: str | Sequence[str]) -> int:
+    return sum(FEATURES[n].size for n in resolve_features(names))
+
+
+def encode(td: TensorDictBase, names: str | Sequence[str], rules: Rules) -> torch.Tensor:
+    """The named features of the raw state, concatenated ``(..., feature_size(names))``."""
+    return torch.cat([FEATURES[n].fn(td, rules) for n in resolve_features(names)], -1)
+
+
+class FeatureTransform(Transform):
+    """Writes ``observation`` (flat float features) from the raw state keys."""
+
+    def __init__(self, names: str | Sequence[str] = "full_game", rules: Rules | None = None) -> None:
+        super().__init__(in_keys=[K.DICE, K.CARD, K.ROLL, K.TURN], out_keys=[K.OBSERVATION])
+        self.names = resolve_features(names)
+        self.rules = rules or Rules()
+
+    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        next_tensordict.set(K.OBSERVATION, encode(next_tensordict, self.names, self.rules))
+        return next_tensordict
+
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        return self._call(tensordict_reset)
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        observation_spec[K.OBSERVATION] = Unbounded(
+            shape=(*observation_spec.shape, feature_size(self.names)),
+            dtype=torch.float32,
+            device=observation_spec.device,
+        )
+        return observation_spec

@@ -1,0 +1,202 @@
+"""A batched TorchRL environment over the rules engine."""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torchrl.data import Binary, Bounded, Categorical, Composite, Unbounded
+from torchrl.envs import EnvBase
+
+from ..game import BOX_NAMES, N_BOXES, N_DICE, N_KEEPS, OPEN, GameState, Rules, box_options, card_total, engine
+from ..game.rules import N_ROLLS
+from . import keys as K
+
+TASKS = ("full_game", "single_turn")
+KEEP_FORMATS = ("pattern", "bits")
+START_CARDS = ("empty", "random")
+
+
+def _choice(name: str, value: str, options: tuple[str, ...]) -> str:
+    if value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+    return value
+
+
+class YahtzeeEnv(EnvBase):
+    """``num_envs`` games of solitaire Yahtzee stepped together on one device.
+
+    Each step is one decision: the keep choice while ``roll < 2``, the box when ``roll == 2``;
+    the action TensorDict carries both and the env uses the one the roll index calls for.
+    Observations are the raw state plus legal-action masks; features for networks come from
+    :mod:`yahtzee_lightning.env.features`. The action spec's masks follow the state, so
+    ``env.rand_step()`` and ``env.rollout(n)`` without a policy only take legal actions.
+
+    Args:
+        num_envs: games in the batch (>= 1).
+        task: ``full_game`` (all boxes, 3 steps a turn) or ``single_turn`` (3 steps from a
+            start card drawn by ``start_card``).
+        rules: a :class:`~yahtzee_lightning.game.Rules` or a dict of its fields.
+        keep_format: ``pattern`` (one of 32) or ``bits`` (5 keep bits).
+        start_card: ``empty`` or ``random`` (a random partly filled card); single turn only
+            uses it unless ``task == "full_game"`` and it is ``empty``.
+        validate_actions: raise on an illegal box or out-of-range action (costs a sync).
+        device: where games, tables and outputs live.
+        seed: seeds the env's own generator.
+    """
+
+    batch_locked = True
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        *,
+        task: str = "full_game",
+        rules: Rules | dict | None = None,
+        keep_format: str = "pattern",
+        start_card: str = "empty",
+        validate_actions: bool = True,
+        device: torch.device | str = "cpu",
+        seed: int | None = None,
+    ) -> None:
+        if not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
+        super().__init__(device=torch.device(device), batch_size=torch.Size([num_envs]))
+        self.task = _choice("task", task, TASKS)
+        self.keep_format = _choice("keep_format", keep_format, KEEP_FORMATS)
+        self.start_card = _choice("start_card", start_card, START_CARDS)
+        self.rules = rules if isinstance(rules, Rules) else Rules.from_dict(rules)
+        self.validate_actions = validate_actions
+        self._generator = torch.Generator(device=self.device)
+        self._generator.manual_seed(int(torch.empty((), dtype=torch.int64).random_()) if seed is None else seed)
+        self._make_specs()
+        self._state: GameState | None = None
+
+    # ----------------------------------------------------------------- specs
+    def _make_specs(self) -> None:
+        n, dev = self.batch_size, self.device
+        long = torch.int64
+        self.observation_spec = Composite(
+            {
+                K.DICE: Bounded(1, 6, shape=(*n, N_DICE), dtype=long, device=dev),
+                K.CARD: Bounded(OPEN, 50, shape=(*n, N_BOXES), dtype=long, device=dev),
+                K.ROLL: Bounded(0, N_ROLLS - 1, shape=n, dtype=long, device=dev),
+                K.TURN: Bounded(0, N_BOXES, shape=n, dtype=long, device=dev),
+                K.YAHTZEE_BONUSES: Bounded(0, N_BOXES, shape=n, dtype=long, device=dev),
+                K.SCORE: Bounded(0, 1575, shape=n, dtype=long, device=dev),
+                K.KEEP_MASK: Binary(N_KEEPS, shape=(*n, N_KEEPS), dtype=torch.bool, device=dev),
+                K.BOX_MASK: Binary(N_BOXES, shape=(*n, N_BOXES), dtype=torch.bool, device=dev),
+            },
+            shape=n,
+            device=dev,
+        )
+        if self.keep_format == "pattern":
+            ones = torch.ones(*n, N_KEEPS, dtype=torch.bool, device=dev)
+            keep_spec = Categorical(N_KEEPS, shape=n, dtype=long, device=dev, mask=ones)
+        else:
+            keep_spec = Binary(N_DICE, shape=(*n, N_DICE), dtype=torch.bool, device=dev)
+        box_spec = Categorical(
+            N_BOXES, shape=n, dtype=long, device=dev, mask=torch.ones(*n, N_BOXES, dtype=torch.bool, device=dev)
+        )
+        self.action_spec = Composite(
+            {K.ACTION: Composite(keep=keep_spec, box=box_spec, shape=n, device=dev)}, shape=n, device=dev
+        )
+        self.reward_spec = Unbounded(shape=(*n, 1), dtype=torch.float32, device=dev)
+
+    # ---------------------------------------------------------------- seeding
+    def _set_seed(self, seed: int | None) -> None:
+        if seed is None:
+            seed = int(torch.empty((), dtype=torch.int64).random_())
+        self._generator.manual_seed(seed)
+
+    # ------------------------------------------------------------------ state
+    def _start_states(self) -> GameState:
+        shape = tuple(self.batch_size)
+        card = None
+        if self.start_card == "random":
+            card = engine.random_partial_cards(shape, self.rules, self.device, self._generator)
+        return engine.new_games(shape, self.rules, self.device, self._generator, card=card)
+
+    def _observe(self, state: GameState, box_mask: torch.Tensor) -> TensorDict:
+        keep_mask = torch.ones(*self.batch_size, N_KEEPS, dtype=torch.bool, device=self.device)
+        if self.keep_format == "pattern":
+            self.action_spec[K.ACTION, "keep"].update_mask(keep_mask)
+        # A finished game has no legal box; its action is never used, so let the spec sample any.
+        self.action_spec[K.ACTION, "box"].update_mask(box_mask | ~box_mask.any(-1, keepdim=True))
+        return TensorDict(
+            {
+                K.DICE: state.dice,
+                K.CARD: state.card,
+                K.ROLL: state.roll,
+                K.TURN: state.turn,
+                K.YAHTZEE_BONUSES: state.yahtzee_bonuses,
+                K.SCORE: card_total(state.card, state.yahtzee_bonuses),
+                K.KEEP_MASK: keep_mask,
+                K.BOX_MASK: box_mask,
+            },
+            batch_size=self.batch_size,
+            device=self.device,
+        )
+
+    @property
+    def state(self) -> GameState:
+        """The current games (after ``reset``)."""
+        if self._state is None:
+            raise RuntimeError("call reset() before reading the state")
+        return self._state
+
+    def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
+        fresh = self._start_states()
+        reset = None if tensordict is None else tensordict.get("_reset", None)
+        if reset is not None and self._state is not None:
+            fresh = fresh.where(reset.reshape(self.batch_size), self._state)
+        self._state = fresh
+        _, legal, _ = box_options(fresh.dice_idx, fresh.card, self.rules)
+        out = self._observe(fresh, legal)
+        done = torch.zeros(*self.batch_size, 1, dtype=torch.bool, device=self.device)
+        out.set(K.DONE, done)
+        out.set(K.TERMINATED, done.clone())
+        return out
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        state = self.state
+        keep = tensordict.get(K.KEEP)
+        box = tensordict.get(K.BOX)
+        if self.keep_format == "bits":
+            keep = engine.keep_bits_to_pattern(keep)
+        if self.validate_actions:
+            self._check_range(keep, box, state)
+        result = engine.step(
+            state, keep.reshape(self.batch_size), box.reshape(self.batch_size), self.rules, self._generator
+        )
+        if self.validate_actions and not bool(result.legal.all()):
+            self._raise_illegal(state, box, result.legal)
+        next_state = result.state
+        done = result.game_over
+        if self.task == "single_turn":
+            done = done | (state.roll == N_ROLLS - 1)
+        self._state = next_state
+        _, legal, _ = box_options(next_state.dice_idx, next_state.card, self.rules)
+        out = self._observe(next_state, legal)
+        out.set(K.REWARD, result.reward.to(torch.float32).unsqueeze(-1))
+        out.set(K.DONE, done.unsqueeze(-1))
+        out.set(K.TERMINATED, done.unsqueeze(-1).clone())
+        return out
+
+    # ------------------------------------------------------------- bad input
+    def _check_range(self, keep: torch.Tensor, box: torch.Tensor, state: GameState) -> None:
+        rolling = state.roll < N_ROLLS - 1
+        bad_keep = rolling & ((keep < 0) | (keep >= N_KEEPS))
+        bad_box = ~rolling & ((box < 0) | (box >= N_BOXES))
+        if bool(bad_keep.any()):
+            i = int(bad_keep.nonzero()[0, 0])
+            raise ValueError(f"game {i}: keep pattern {int(keep[i])} is out of range 0..{N_KEEPS - 1}")
+        if bool(bad_box.any()):
+            i = int(bad_box.nonzero()[0, 0])
+            raise ValueError(f"game {i}: box {int(box[i])} is out of range 0..{N_BOXES - 1}")
+
+    def _raise_illegal(self, state: GameState, box: torch.Tensor, legal: torch.Tensor) -> None:
+        i = int((~legal).nonzero()[0, 0])
+        b = int(box.reshape(-1)[i])
+        why = "is already filled" if int(state.card[i, b]) != OPEN else "is barred by the forced joker rule"
+        dice = state.dice[i].tolist()
+        raise ValueError(f"game {i}: illegal box {b} ({BOX_NAMES[b]}) for dice {dice}: it {why}")

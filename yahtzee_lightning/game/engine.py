@@ -1,0 +1,177 @@
+"""Batched game state and its transitions: the whole rules engine on tensors.
+
+One decision per step: a keep pattern while ``roll < 2``, a box when ``roll == 2``. Keeping all
+five dice ends the rolling early in effect (the dice stay), so every turn is three steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import torch
+
+from .rules import N_DICE, N_FACES, N_ROLLS, Rules
+from .scoring import OPEN, box_options, card_total, empty_card, score_box
+from .tables import tables
+
+
+@dataclass
+class GameState:
+    """A batch of games; every field has the same leading batch shape."""
+
+    dice_idx: torch.Tensor  # (...) multiset index 0..251 of the sorted dice
+    card: torch.Tensor  # (..., 13) box scores, -1 open
+    roll: torch.Tensor  # (...) 0, 1, 2: rolls made this turn minus one
+    turn: torch.Tensor  # (...) boxes filled so far (in play)
+    yahtzee_bonuses: torch.Tensor  # (...) Yahtzee bonuses earned
+
+    @property
+    def dice(self) -> torch.Tensor:
+        """Sorted face values ``(..., 5)``."""
+        return tables(self.dice_idx.device).dice[self.dice_idx]
+
+    @property
+    def score(self) -> torch.Tensor:
+        return card_total(self.card, self.yahtzee_bonuses)
+
+    def where(self, cond: torch.Tensor, other: GameState) -> GameState:
+        """Per game, this state where ``cond`` else ``other``."""
+        out = {}
+        for f in fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            c = cond.reshape(cond.shape + (1,) * (a.dim() - cond.dim()))
+            out[f.name] = torch.where(c, a, b)
+        return GameState(**out)
+
+
+def roll_dice(
+    shape: tuple[int, ...], device: torch.device | str | None = None, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """Multiset indices of fresh rolls of five dice."""
+    return reroll(None, None, shape, device, generator)
+
+
+def reroll(
+    dice_idx: torch.Tensor | None,
+    keep: torch.Tensor | None,
+    shape: tuple[int, ...] | None = None,
+    device: torch.device | str | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Re-roll the dice not kept. ``keep`` is a pattern index (0..31) or None (roll all)."""
+    if dice_idx is not None:
+        shape, device = tuple(dice_idx.shape), dice_idx.device
+    T = tables(device)
+    fresh = torch.randint(0, N_FACES, (*shape, N_DICE), device=device, generator=generator)
+    if dice_idx is not None and keep is not None:
+        fresh = torch.where(T.keep_bits[keep], T.dice[dice_idx] - 1, fresh)
+    code = (fresh * _powers(device)).sum(-1)
+    return T.code_to_index[code]
+
+
+_POWERS: dict[torch.device, torch.Tensor] = {}
+
+
+def _powers(device: torch.device | str | None) -> torch.Tensor:
+    device = torch.device(device if device is not None else "cpu")
+    if device not in _POWERS:
+        _POWERS[device] = N_FACES ** torch.arange(N_DICE, device=device)
+    return _POWERS[device]
+
+
+def dice_index(dice: torch.Tensor) -> torch.Tensor:
+    """Multiset index of face values ``(..., 5)`` in any order."""
+    return tables(dice.device).code_to_index[((dice.long() - 1) * _powers(dice.device)).sum(-1)]
+
+
+def keep_bits_to_pattern(bits: torch.Tensor) -> torch.Tensor:
+    """Five keep bits ``(..., 5)`` to a pattern index 0..31."""
+    return (bits.long() << torch.arange(N_DICE, device=bits.device)).sum(-1)
+
+
+def new_games(
+    shape: tuple[int, ...],
+    rules: Rules,
+    device: torch.device | str | None = None,
+    generator: torch.Generator | None = None,
+    card: torch.Tensor | None = None,
+) -> GameState:
+    """Games at the first roll of their first turn (or of the given, partly filled ``card``)."""
+    if card is None:
+        card = empty_card(shape, rules, device)
+    n_out = len(rules.boxes_out_of_play)
+    zeros = torch.zeros(shape, dtype=torch.int64, device=device)
+    return GameState(
+        dice_idx=roll_dice(shape, device, generator),
+        card=card,
+        roll=zeros,
+        turn=(card != OPEN).sum(-1) - n_out,
+        yahtzee_bonuses=zeros.clone(),
+    )
+
+
+def random_partial_cards(
+    shape: tuple[int, ...],
+    rules: Rules,
+    device: torch.device | str | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Cards with a uniform number (0..n-1) of boxes in play filled, each scored on a random roll.
+
+    A cheap, plausible start distribution for single-turn training: every in-play box is equally
+    likely to be filled and its score is what a random roll would give there.
+    """
+    card = empty_card(shape, rules, device)
+    in_play = torch.tensor(rules.boxes, device=device)
+    n = len(rules.boxes)
+    k = torch.randint(0, n, shape, device=device, generator=generator)
+    rank = torch.rand((*shape, n), device=device, generator=generator).argsort(-1).argsort(-1)
+    fill = rank < k.unsqueeze(-1)
+    dice = roll_dice((*shape, n), device, generator)
+    base = tables(device).base_scores[dice].gather(-1, in_play.expand(*shape, n).unsqueeze(-1)).squeeze(-1)
+    card[..., in_play] = torch.where(fill, base, OPEN)
+    return card
+
+
+@dataclass
+class StepResult:
+    state: GameState
+    reward: torch.Tensor  # (...) int64 change in total score
+    legal: torch.Tensor  # (...) bool: False where the chosen box was illegal (state unchanged)
+    game_over: torch.Tensor  # (...) bool: every box filled
+
+
+def step(
+    state: GameState,
+    keep: torch.Tensor,
+    box: torch.Tensor,
+    rules: Rules,
+    generator: torch.Generator | None = None,
+) -> StepResult:
+    """Advance every game by one decision: ``keep`` where ``roll < 2``, ``box`` where ``roll == 2``.
+
+    Both branches are computed for the whole batch and selected per game, so there is no Python
+    branching on data. A scoring game gets a fresh roll of five for its next turn.
+    """
+    scoring = state.roll == N_ROLLS - 1
+    new_card, new_bonus, reward, legal = score_box(state.dice_idx, state.card, state.yahtzee_bonuses, box, rules)
+    legal = legal | ~scoring
+    reward = torch.where(scoring, reward, 0)
+    # A scoring game rolls all five (pattern 0 keeps nothing).
+    keep = torch.where(scoring, 0, keep.long())
+    dice_idx = reroll(state.dice_idx, keep, generator=generator)
+    next_state = GameState(
+        dice_idx=dice_idx,
+        card=torch.where(scoring.unsqueeze(-1), new_card, state.card),
+        roll=torch.where(scoring, 0, state.roll + 1),
+        turn=state.turn + scoring.long(),
+        yahtzee_bonuses=torch.where(scoring, new_bonus, state.yahtzee_bonuses),
+    )
+    next_state = next_state.where(legal, state)
+    game_over = (next_state.card != OPEN).all(-1)
+    return StepResult(next_state, reward, legal, game_over)
+
+
+def legal_boxes(state: GameState, rules: Rules) -> torch.Tensor:
+    """Boxes that may be scored with the current dice ``(..., 13)``."""
+    return box_options(state.dice_idx, state.card, rules)[1]
