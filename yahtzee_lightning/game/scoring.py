@@ -43,7 +43,7 @@ def box_options(
     Scores of illegal boxes are 0.
     """
     T = tables(dice_idx.device)
-    scores = T.base_scores[dice_idx]
+    scores = T.base_scores[dice_idx].clone()  # a 0-dim index would give a view of the table
     open_ = card == OPEN
     yahtzee = T.is_yahtzee[dice_idx]
     yahtzee_filled = card[..., YAHTZEE_BOX] != OPEN
