@@ -159,9 +159,9 @@ class YahtzeeEnv(EnvBase):
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         state = self.state
-        keep = tensordict.get(K.KEEP)
-        box = tensordict.get(K.BOX)
-        if self.keep_format == "bits":
+        keep = self._action(tensordict, K.KEEP, state.roll < N_ROLLS - 1)
+        box = self._action(tensordict, K.BOX, state.roll == N_ROLLS - 1)
+        if self.keep_format == "bits" and keep.dim() > len(self.batch_size):
             keep = engine.keep_bits_to_pattern(keep)
         if self.validate_actions:
             self._check_range(keep, box, state)
@@ -183,6 +183,16 @@ class YahtzeeEnv(EnvBase):
         return out
 
     # ------------------------------------------------------------- bad input
+    def _action(self, tensordict: TensorDictBase, key: tuple[str, str], needed: torch.Tensor) -> torch.Tensor:
+        """The action entry ``key``; it may be left out only when no game needs it this step."""
+        value = tensordict.get(key, None)
+        if value is not None:
+            return value
+        if bool(needed.any()):
+            i = int(needed.nonzero()[0, 0])
+            raise KeyError(f"the action has no {key!r} entry, but game {i} needs it this step")
+        return torch.zeros(self.batch_size, dtype=torch.int64, device=self.device)
+
     def _check_range(self, keep: torch.Tensor, box: torch.Tensor, state: GameState) -> None:
         rolling = state.roll < N_ROLLS - 1
         bad_keep = rolling & ((keep < 0) | (keep >= N_KEEPS))

@@ -1,0 +1,172 @@
+"""The TorchRL environment: specs, tasks, resets, seeding, bad input, features, Gym view."""
+
+import numpy as np
+import pytest
+import torch
+from torchrl.envs import TransformedEnv
+from torchrl.envs.utils import check_env_specs
+
+from yahtzee_lightning import YahtzeeEnv
+from yahtzee_lightning.env import keys as K
+from yahtzee_lightning.env.features import FEATURES, PRESETS, FeatureTransform, encode, feature_size
+from yahtzee_lightning.env.gym_view import YahtzeeGymEnv
+
+VARIANTS = [None, {"joker": "forced"}, {"joker": "off"}, {"yahtzee_bonus": False}, {"boxes": [0, 5, 8, 12]}]
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("rules", VARIANTS)
+@pytest.mark.parametrize("task,start", [("full_game", "empty"), ("single_turn", "empty"), ("single_turn", "random")])
+@pytest.mark.parametrize("keep_format", ["pattern", "bits"])
+def test_check_env_specs(device, rules, task, start, keep_format):
+    env = YahtzeeEnv(5, task=task, rules=rules, start_card=start, keep_format=keep_format, device=device, seed=0)
+    check_env_specs(env, seed=None)
+
+
+@pytest.mark.parametrize("rules", VARIANTS)
+def test_random_rollouts_are_legal_and_score_like_random_play(rules):
+    env = YahtzeeEnv(64, rules=rules, seed=0)  # validate_actions=True: an illegal action raises
+    n = 3 * env.rules.n_turns
+    td = env.rollout(n)
+    assert td.shape == (64, n)
+    assert bool(td["next", K.DONE][:, -1].all()) and not bool(td["next", K.DONE][:, :-1].any())
+    rewards = td["next", K.REWARD].squeeze(-1).sum(-1)
+    assert torch.equal(rewards.long(), td["next", K.SCORE][:, -1])
+
+
+def test_full_game_is_39_steps_and_single_turn_is_3():
+    td = YahtzeeEnv(4, seed=1).rollout(100, break_when_any_done=True)
+    assert td.shape[-1] == 39
+    td = YahtzeeEnv(4, task="single_turn", start_card="random", seed=1).rollout(100, break_when_any_done=True)
+    assert td.shape[-1] == 3
+
+
+def test_batched_auto_reset_keeps_games_going():
+    env = YahtzeeEnv(8, task="single_turn", start_card="random", seed=2)
+    td = env.rollout(30, break_when_any_done=False)
+    done = td["next", K.DONE].squeeze(-1)
+    assert int(done.sum()) == 8 * 10  # every game finishes every third step
+    # After a reset the roll index starts again at 0.
+    assert bool((td[K.ROLL][:, 3::3] == 0).all())
+    random_mean = 46  # reported for random play (SPEC section 10)
+    full = YahtzeeEnv(256, seed=3).rollout(39 * 4, break_when_any_done=False)
+    per_game = full["next", K.REWARD].sum() / full["next", K.DONE].sum()
+    assert abs(float(per_game) - random_mean) < 6
+
+
+def _first_legal_box(td):
+    td[K.KEEP] = torch.zeros(td.batch_size, dtype=torch.long)
+    td[K.BOX] = td[K.BOX_MASK].float().argmax(-1)
+    return td
+
+
+def test_same_seed_same_games():
+    a = YahtzeeEnv(16, seed=11).rollout(39, policy=_first_legal_box)
+    b = YahtzeeEnv(16, seed=11).rollout(39, policy=_first_legal_box)
+    c = YahtzeeEnv(16, seed=12).rollout(39, policy=_first_legal_box)
+    assert torch.equal(a[K.DICE], b[K.DICE]) and torch.equal(a[K.CARD], b[K.CARD])
+    assert not torch.equal(a[K.DICE], c[K.DICE])
+    env = YahtzeeEnv(16, seed=0)
+    env.set_seed(11)
+    assert torch.equal(env.rollout(39, policy=_first_legal_box)[K.DICE], a[K.DICE])
+
+
+def _at_scoring(env):
+    td = env.reset()
+    for _ in range(2):
+        td[K.KEEP] = torch.zeros(env.batch_size, dtype=torch.long)
+        td[K.BOX] = torch.zeros(env.batch_size, dtype=torch.long)
+        td = env.step(td)["next"]
+    return td
+
+
+def test_illegal_box_names_the_game_and_the_reason():
+    env = YahtzeeEnv(3, seed=0)
+    td = _at_scoring(env)
+    td[K.BOX] = torch.tensor([12, 12, 12])
+    td = env.step(td)["next"]
+    for _ in range(2):
+        td[K.KEEP] = torch.zeros(3, dtype=torch.long)
+        td = env.step(td)["next"]
+    td[K.BOX] = torch.tensor([0, 12, 1])
+    with pytest.raises(ValueError, match=r"game 1: illegal box 12 \(chance\).*already filled"):
+        env.step(td)
+
+
+def test_out_of_range_actions_are_refused():
+    env = YahtzeeEnv(2, seed=0)
+    td = env.reset()
+    td[K.KEEP] = torch.tensor([0, 40])
+    td[K.BOX] = torch.tensor([0, 0])
+    with pytest.raises(ValueError, match="game 1: keep pattern 40 is out of range"):
+        env.step(td)
+    td = _at_scoring(env)
+    td[K.BOX] = torch.tensor([-1, 0])
+    with pytest.raises(ValueError, match="game 0: box -1 is out of range"):
+        env.step(td)
+
+
+def test_bad_config_values_name_themselves():
+    for kwargs, word in [
+        ({"task": "half_game"}, "task"),
+        ({"keep_format": "bytes"}, "keep_format"),
+        ({"start_card": "full"}, "start_card"),
+        ({"rules": {"joker": "maybe"}}, "joker"),
+    ]:
+        with pytest.raises(ValueError, match=word):
+            YahtzeeEnv(2, **kwargs)
+    with pytest.raises(ValueError, match="num_envs"):
+        YahtzeeEnv(0)
+
+
+def test_keep_bits_and_patterns_agree():
+    a, b = YahtzeeEnv(4, seed=5), YahtzeeEnv(4, seed=5, keep_format="bits")
+    ta, tb = a.reset(), b.reset()
+    pattern = torch.tensor([0, 5, 31, 18])
+    ta[K.KEEP], ta[K.BOX] = pattern, torch.zeros(4, dtype=torch.long)
+    tb[K.KEEP] = ((pattern.unsqueeze(-1) >> torch.arange(5)) & 1).bool()
+    tb[K.BOX] = torch.zeros(4, dtype=torch.long)
+    assert torch.equal(a.step(ta)["next", K.DICE], b.step(tb)["next", K.DICE])
+
+
+def test_features_sizes_and_transform():
+    env = YahtzeeEnv(4, seed=0)
+    td = env.reset()
+    for name, feat in FEATURES.items():
+        assert encode(td, [name], env.rules).shape == (4, feat.size), name
+    for preset in PRESETS:
+        tenv = TransformedEnv(YahtzeeEnv(4, seed=0), FeatureTransform(preset))
+        check_env_specs(tenv)
+        assert tenv.rollout(3)[K.OBSERVATION].shape == (4, 3, feature_size(preset))
+    with pytest.raises(ValueError, match="unknown features"):
+        encode(td, ["dice_onehot", "telepathy"], env.rules)
+
+
+def test_feature_values_on_a_known_state():
+    env = YahtzeeEnv(1, seed=0)
+    td = env.reset()
+    td[K.DICE] = torch.tensor([[2, 3, 4, 5, 6]])
+    td[K.CARD] = torch.tensor([[3, 6, 9, 12, -1, 18, -1, -1, -1, -1, -1, 50, -1]])
+    assert encode(td, ["potentials"], env.rules)[0, 10] == pytest.approx(40 / 50)
+    assert encode(td, ["bonus_progress"], env.rules)[0, 0] == pytest.approx(48 / 63)
+    # 48 + one five = 53 < 63: no lock-in; five fives would reach 73.
+    assert encode(td, ["upper_lockin"], env.rules)[0].tolist() == [0, 0, 0, 0, 0, 0]
+    td[K.DICE] = torch.tensor([[5, 5, 5, 5, 5]])
+    assert encode(td, ["upper_lockin"], env.rules)[0].tolist() == [0, 0, 0, 0, 1, 0]
+    assert encode(td, ["joker_active"], env.rules)[0, 0] == 1
+
+
+def test_gym_view_plays_a_whole_game():
+    env = YahtzeeGymEnv()
+    obs, info = env.reset(seed=3)
+    rng = np.random.default_rng(0)
+    total, steps, done = 0.0, 0, False
+    while not done:
+        legal = np.flatnonzero(obs["action_mask"])
+        obs, reward, done, truncated, info = env.step(int(rng.choice(legal)))
+        total, steps = total + reward, steps + 1
+    assert steps == 39 and total == float(obs["score"])
+    env.reset(seed=3)
+    with pytest.raises(ValueError, match="illegal now"):
+        env.step(40)  # a box during the keep decision
