@@ -12,7 +12,7 @@ import torch
 
 from .rules import N_DICE, N_FACES, N_ROLLS, Rules
 from .scoring import OPEN, box_options, card_total, empty_card, score_box
-from .tables import tables
+from .tables import tables, take
 
 
 @dataclass
@@ -28,7 +28,7 @@ class GameState:
     @property
     def dice(self) -> torch.Tensor:
         """Sorted face values ``(..., 5)``."""
-        return tables(self.dice_idx.device).dice[self.dice_idx]
+        return take(tables(self.dice_idx.device).dice, self.dice_idx)
 
     @property
     def score(self) -> torch.Tensor:
@@ -64,9 +64,9 @@ def reroll(
     T = tables(device)
     fresh = torch.randint(0, N_FACES, (*shape, N_DICE), device=device, generator=generator)
     if dice_idx is not None and keep is not None:
-        fresh = torch.where(T.keep_bits[keep], T.dice[dice_idx] - 1, fresh)
+        fresh = torch.where(take(T.keep_bits, keep), take(T.dice, dice_idx) - 1, fresh)
     code = (fresh * _powers(device)).sum(-1)
-    return T.code_to_index[code]
+    return take(T.code_to_index, code)
 
 
 _POWERS: dict[torch.device, torch.Tensor] = {}
@@ -81,7 +81,7 @@ def _powers(device: torch.device | str | None) -> torch.Tensor:
 
 def dice_index(dice: torch.Tensor) -> torch.Tensor:
     """Multiset index of face values ``(..., 5)`` in any order."""
-    return tables(dice.device).code_to_index[((dice.long() - 1) * _powers(dice.device)).sum(-1)]
+    return take(tables(dice.device).code_to_index, ((dice.long() - 1) * _powers(dice.device)).sum(-1))
 
 
 def keep_bits_to_pattern(bits: torch.Tensor) -> torch.Tensor:
@@ -137,7 +137,7 @@ def random_partial_cards(
 class StepResult:
     state: GameState
     reward: torch.Tensor  # (...) int64 change in total score
-    legal: torch.Tensor  # (...) bool: False where the chosen box was illegal (state unchanged)
+    legal: torch.Tensor  # (...) bool: False where the chosen box was illegal (its result is undefined)
     game_over: torch.Tensor  # (...) bool: every box filled
 
 
@@ -151,7 +151,9 @@ def step(
     """Advance every game by one decision: ``keep`` where ``roll < 2``, ``box`` where ``roll == 2``.
 
     Both branches are computed for the whole batch and selected per game, so there is no Python
-    branching on data. A scoring game gets a fresh roll of five for its next turn.
+    branching on data. A scoring game gets a fresh roll of five for its next turn. Actions are
+    assumed legal (masks guarantee it); ``legal`` reports games whose box was not, for callers
+    that check (the env raises on them).
     """
     scoring = state.roll == N_ROLLS - 1
     new_card, new_bonus, reward, legal = score_box(state.dice_idx, state.card, state.yahtzee_bonuses, box, rules)
@@ -167,7 +169,6 @@ def step(
         turn=state.turn + scoring.long(),
         yahtzee_bonuses=torch.where(scoring, new_bonus, state.yahtzee_bonuses),
     )
-    next_state = next_state.where(legal, state)
     game_over = (next_state.card != OPEN).all(-1)
     return StepResult(next_state, reward, legal, game_over)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import torch
 
 from .rules import (
-    JOKER_VALUES,
     N_BOXES,
     UPPER_BONUS,
     UPPER_BONUS_THRESHOLD,
@@ -17,7 +16,7 @@ from .rules import (
     YAHTZEE_BOX,
     Rules,
 )
-from .tables import tables
+from .tables import tables, take
 
 OPEN = -1
 
@@ -43,9 +42,8 @@ def box_options(
     Scores of illegal boxes are 0.
     """
     T = tables(dice_idx.device)
-    scores = T.base_scores[dice_idx].clone()  # a 0-dim index would give a view of the table
     open_ = card == OPEN
-    yahtzee = T.is_yahtzee[dice_idx]
+    yahtzee = take(T.is_yahtzee, dice_idx)
     yahtzee_filled = card[..., YAHTZEE_BOX] != OPEN
     if rules.yahtzee_bonus:
         bonus = (yahtzee & (card[..., YAHTZEE_BOX] == 50)).long() * YAHTZEE_BONUS
@@ -54,10 +52,9 @@ def box_options(
     legal = open_
     if rules.joker_active:
         joker = yahtzee & yahtzee_filled
-        for box, value in JOKER_VALUES.items():
-            scores[..., box] = torch.where(joker, value, scores[..., box])
+        scores = torch.where(joker.unsqueeze(-1), take(T.joker_scores, dice_idx), take(T.base_scores, dice_idx))
         if rules.joker == "forced":
-            face = T.yahtzee_face[dice_idx].clamp(min=0)
+            face = take(T.yahtzee_face, dice_idx).clamp(min=0)
             own_open = open_.gather(-1, face.unsqueeze(-1)).squeeze(-1)
             lower_open = open_[..., 6:].any(-1)
             upper_only = torch.zeros_like(open_)
@@ -69,6 +66,8 @@ def box_options(
                 own_open.unsqueeze(-1), upper_only, torch.where(lower_open.unsqueeze(-1), lower, upper)
             )
             legal = torch.where(joker.unsqueeze(-1), open_ & allowed, open_)
+    else:
+        scores = take(T.base_scores, dice_idx)
     scores = torch.where(legal, scores, 0)
     return scores, legal, bonus
 

@@ -13,7 +13,7 @@ from functools import cache
 
 import torch
 
-from .rules import N_BOXES, N_DICE, N_FACES, N_KEEPS
+from .rules import JOKER_VALUES, N_BOXES, N_DICE, N_FACES, N_KEEPS
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class Tables:
     kept_to_dice: torch.Tensor  # (462,) int64: dice index of a size-5 kept multiset, else -1
     transition: torch.Tensor  # (462, 252) float64: P(dice after re-roll | kept)
     base_scores: torch.Tensor  # (252, 13) int64 box scores without joker
+    joker_scores: torch.Tensor  # (252, 13) int64 box scores of the dice played as a joker
     is_yahtzee: torch.Tensor  # (252,) bool
     yahtzee_face: torch.Tensor  # (252,) int64 face index 0..5 of a Yahtzee, -1 otherwise
     first_roll: torch.Tensor  # (252,) float64: P(dice) of a fresh roll of five
@@ -93,6 +94,9 @@ def _cpu_tables() -> Tables:
     counts = torch.tensor([_counts_of(d) for d in dice_list], dtype=torch.int64)
     base_scores = torch.tensor([_score(_counts_of(d)) for d in dice_list], dtype=torch.int64)
     is_yahtzee = counts.max(dim=1).values == N_DICE
+    joker_scores = base_scores.clone()
+    for box, value in JOKER_VALUES.items():
+        joker_scores[is_yahtzee, box] = value
     yahtzee_face = torch.where(is_yahtzee, counts.argmax(dim=1), torch.full_like(is_yahtzee, -1, dtype=torch.int64))
     assert base_scores.shape == (252, N_BOXES)
     return Tables(
@@ -107,6 +111,7 @@ def _cpu_tables() -> Tables:
         kept_to_dice=kept_to_dice,
         transition=transition,
         base_scores=base_scores,
+        joker_scores=joker_scores,
         is_yahtzee=is_yahtzee,
         yahtzee_face=yahtzee_face,
         first_roll=transition[kept_index[()]].clone(),
@@ -125,3 +130,8 @@ def tables(device: torch.device | str | None = None) -> Tables:
         cpu = _cpu_tables()
         _DEVICE_CACHE[device] = Tables(**{k: v.to(device) for k, v in cpu.__dict__.items()})
     return _DEVICE_CACHE[device]
+
+
+def take(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``table[index]`` along dim 0 as a fresh tensor (index_select: faster than indexing on CPU)."""
+    return table.index_select(0, index.reshape(-1)).reshape(index.shape + table.shape[1:])
