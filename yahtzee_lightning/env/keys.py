@@ -17,3 +17,10 @@ TERMINATED = "terminated"
 OBSERVATION = "observation"  # flat float features written by FeatureTransform
 
 STATE_KEYS = (DICE, CARD, ROLL, TURN, YAHTZEE_BONUSES, SCORE, KEEP_MASK, BOX_MASK)
+
+# N-player games: the learner's view of the other players, ordered by seat after its own.
+OPPONENT_CARDS = "opponent_cards"  # (P-1, 13)
+OPPONENT_SCORES = "opponent_scores"  # (P-1,)
+OPPONENT_UPPER_SUMS = "opponent_upper_sums"  # (P-1,)
+SCORE_DIFF = "score_diff"  # () own score minus the best opponent's
+SEAT = "seat"  # () 0 moves first

@@ -22,6 +22,25 @@ def _choice(name: str, value: str, options: tuple[str, ...]) -> str:
     return value
 
 
+def observe(state: GameState, box_mask: torch.Tensor) -> TensorDict:
+    """The raw-state observation of a batch of games (any batch shape), with its masks."""
+    shape = state.dice_idx.shape
+    return TensorDict(
+        {
+            K.DICE: state.dice,
+            K.CARD: state.card,
+            K.ROLL: state.roll,
+            K.TURN: state.turn,
+            K.YAHTZEE_BONUSES: state.yahtzee_bonuses,
+            K.SCORE: card_total(state.card, state.yahtzee_bonuses),
+            K.KEEP_MASK: torch.ones(*shape, N_KEEPS, dtype=torch.bool, device=state.card.device),
+            K.BOX_MASK: box_mask,
+        },
+        batch_size=shape,
+        device=state.card.device,
+    )
+
+
 class YahtzeeEnv(EnvBase):
     """``num_envs`` games of solitaire Yahtzee stepped together on one device.
 
@@ -117,25 +136,13 @@ class YahtzeeEnv(EnvBase):
         return engine.new_games(shape, self.rules, self.device, self._generator, card=card)
 
     def _observe(self, state: GameState, box_mask: torch.Tensor) -> TensorDict:
-        keep_mask = torch.ones(*self.batch_size, N_KEEPS, dtype=torch.bool, device=self.device)
+        """The observation of ``state``; the action spec's masks follow it."""
+        td = observe(state, box_mask)
         if self.keep_format == "pattern":
-            self.action_spec[K.ACTION, "keep"].update_mask(keep_mask)
+            self.action_spec[K.ACTION, "keep"].update_mask(td[K.KEEP_MASK])
         # A finished game has no legal box; its action is never used, so let the spec sample any.
         self.action_spec[K.ACTION, "box"].update_mask(box_mask | ~box_mask.any(-1, keepdim=True))
-        return TensorDict(
-            {
-                K.DICE: state.dice,
-                K.CARD: state.card,
-                K.ROLL: state.roll,
-                K.TURN: state.turn,
-                K.YAHTZEE_BONUSES: state.yahtzee_bonuses,
-                K.SCORE: card_total(state.card, state.yahtzee_bonuses),
-                K.KEEP_MASK: keep_mask,
-                K.BOX_MASK: box_mask,
-            },
-            batch_size=self.batch_size,
-            device=self.device,
-        )
+        return td
 
     @property
     def state(self) -> GameState:
