@@ -77,13 +77,14 @@ def test_yahtzee_bonus_second_and_third_yahtzee():
     bonuses = torch.tensor(0)
     new_card, bonuses, reward, _ = score_box(idx(4, 4, 4, 4, 4), c, bonuses, torch.tensor(3), R)
     assert int(reward) == 20 + 100 and int(bonuses) == 1
+    new_card[1] = 6  # twos filled: the next Yahtzee of twos is a joker
     new_card, bonuses, reward, _ = score_box(idx(2, 2, 2, 2, 2), new_card, bonuses, torch.tensor(8), R)
     assert int(reward) == 25 + 100 and int(bonuses) == 2  # joker full house, third Yahtzee
-    assert int(card_total(new_card, bonuses)) == 50 + 20 + 25 + 200
+    assert int(card_total(new_card, bonuses)) == 50 + 20 + 6 + 25 + 200
 
 
 def test_no_yahtzee_bonus_after_a_scratched_yahtzee_but_joker_applies():
-    c = card(yahtzee=0)
+    c = card(yahtzee=0, threes=6)
     s, legal, bonus = scores((3, 3, 3, 3, 3), c)
     assert bonus == 0
     assert s[8] == 25 and s[9] == 30 and s[10] == 40
@@ -91,7 +92,7 @@ def test_no_yahtzee_bonus_after_a_scratched_yahtzee_but_joker_applies():
 
 def test_yahtzee_is_full_house_only_as_joker():
     assert scores((2, 2, 2, 2, 2))[0][8] == 0  # Yahtzee box open: no joker
-    assert scores((2, 2, 2, 2, 2), card(yahtzee=50))[0][8] == 25
+    assert scores((2, 2, 2, 2, 2), card(yahtzee=50, twos=4))[0][8] == 25
     off = Rules(joker="off")
     s, _, bonus = scores((2, 2, 2, 2, 2), card(yahtzee=50), off)
     assert s[8] == 0 and s[9] == 0 and bonus == 100  # bonus still paid, no joker values
@@ -101,9 +102,15 @@ def test_yahtzee_is_full_house_only_as_joker():
 
 
 def test_free_joker_allows_any_open_box():
-    s, legal, _ = scores((5, 5, 5, 5, 5), card(yahtzee=50))
-    assert sum(legal) == 12
-    assert s[4] == 25 and s[9] == 30 and s[10] == 40 and s[0] == 0
+    s, legal, _ = scores((5, 5, 5, 5, 5), card(yahtzee=50, fives=20))
+    assert sum(legal) == 11
+    assert s[8] == 25 and s[9] == 30 and s[10] == 40 and s[0] == 0 and s[6] == 25
+
+
+def test_free_joker_is_no_joker_while_its_upper_box_is_open():
+    s, legal, bonus = scores((5, 5, 5, 5, 5), card(yahtzee=50))
+    assert sum(legal) == 12 and bonus == 100
+    assert s[4] == 25 and s[8] == 0 and s[9] == 0 and s[10] == 0 and s[12] == 25
 
 
 def test_forced_joker_own_upper_box_first():

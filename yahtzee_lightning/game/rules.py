@@ -38,9 +38,10 @@ JOKER_MODES = ("free", "forced", "off")
 class Rules:
     """Which official-rule options are on.
 
-    joker: ``free`` (any open box, full lower values: the rule behind the published optimum),
-    ``forced`` (own upper box first, then lower boxes at joker values, then upper boxes for 0)
-    or ``off``. yahtzee_bonus: +100 for each further Yahtzee while the Yahtzee box holds 50;
+    joker: ``free`` (any open box; full house and the straights score 25/30/40 only once the
+    Yahtzee's own upper box is filled: the rule behind the published 254.5896), ``forced`` (own
+    upper box first, then lower boxes at joker values, then upper boxes for 0) or ``off``.
+    yahtzee_bonus: +100 for each further Yahtzee while the Yahtzee box holds 50;
     with it off there is no joker either. boxes: the box indices in play (the others start
     filled with 0), for studies of reduced games.
     """

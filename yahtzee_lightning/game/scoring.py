@@ -52,10 +52,16 @@ def box_options(
     legal = open_
     if rules.joker_active:
         joker = yahtzee & yahtzee_filled
-        scores = torch.where(joker.unsqueeze(-1), take(T.joker_scores, dice_idx), take(T.base_scores, dice_idx))
+        face = take(T.yahtzee_face, dice_idx).clamp(min=0)
+        own_open = open_.gather(-1, face.unsqueeze(-1)).squeeze(-1)
+        # Full house and the straights take joker values only once the Yahtzee's own upper box is
+        # filled (under the forced rule the dice must go there first; under free choice they may
+        # go elsewhere, but then they are no joker). This is the rule behind 254.5896.
+        use_joker_values = joker & ~own_open
+        scores = torch.where(
+            use_joker_values.unsqueeze(-1), take(T.joker_scores, dice_idx), take(T.base_scores, dice_idx)
+        )
         if rules.joker == "forced":
-            face = take(T.yahtzee_face, dice_idx).clamp(min=0)
-            own_open = open_.gather(-1, face.unsqueeze(-1)).squeeze(-1)
             lower_open = open_[..., 6:].any(-1)
             upper_only = torch.zeros_like(open_)
             upper_only.scatter_(-1, face.unsqueeze(-1), True)
