@@ -1,0 +1,151 @@
+"""The exact optimal value of every turn-start state, built by dynamic programming.
+
+``V[mask, upper, flag]``: expected points still to come from the start of a turn with the boxes
+of ``mask`` filled, the upper sum ``upper`` (capped at 63) and ``flag`` = the Yahtzee box holds
+50. Layers are solved from 12 filled boxes down to 0; inside a layer the states are grouped by
+their filled upper boxes, so that only the upper sums those boxes can reach are computed, and a
+state with no open upper box is solved once for all upper sums (its future does not depend on
+them).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from ..game import N_BOXES, Rules
+from ..game.rules import UPPER_BONUS_THRESHOLD, YAHTZEE_BOX
+from .turn import N_MASKS, N_UPPER, turn_start_values
+
+FORMAT_VERSION = 1
+UPPER_MASK = (1 << 6) - 1
+_BUDGET = 4_000_000  # elements of the (masks, uppers, flags, 252, 13) block solved at once
+
+
+def reachable_uppers(upper_boxes: list[int]) -> list[int]:
+    """Capped upper sums that the filled upper boxes (faces 1..6 as 0..5) can add up to."""
+    reach = {0}
+    for b in upper_boxes:
+        reach = {min(UPPER_BONUS_THRESHOLD, r + (b + 1) * k) for r in reach for k in range(6)}
+    return sorted(reach)
+
+
+@dataclass
+class OptimalTable:
+    """Turn-start values for one rule variant."""
+
+    values: torch.Tensor  # (8192, 64, 2) float64
+    rules: Rules
+    seconds: float = 0.0
+
+    @property
+    def start_mask(self) -> int:
+        return sum(1 << b for b in self.rules.boxes_out_of_play)
+
+    @property
+    def optimum(self) -> float:
+        """Expected final score of optimal play from the empty card."""
+        return float(self.values[self.start_mask, 0, 0])
+
+    def to(self, device: torch.device | str) -> OptimalTable:
+        return OptimalTable(self.values.to(device), self.rules, self.seconds)
+
+    # ------------------------------------------------------------ persistence
+    def save(self, path: str | Path) -> None:
+        meta = {
+            "format_version": str(FORMAT_VERSION),
+            "rules": json.dumps(self.rules.to_dict()),
+            "rules_tag": self.rules.tag(),
+            "optimum": repr(self.optimum),
+            "seconds": repr(self.seconds),
+        }
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        save_file({"values": self.values.cpu().contiguous()}, str(path), metadata=meta)
+
+    @classmethod
+    def load(cls, path: str | Path, rules: Rules | None = None, device: torch.device | str = "cpu") -> OptimalTable:
+        """Load a saved table; with ``rules`` given, refuse a table built for other rules."""
+        from safetensors import safe_open
+
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"no optimal table at {path}")
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+        version = int(meta.get("format_version", -1))
+        if version != FORMAT_VERSION:
+            raise ValueError(f"{path}: table format version {version}, this package reads {FORMAT_VERSION}")
+        saved = Rules.from_dict(json.loads(meta["rules"]))
+        if rules is not None and saved != rules:
+            raise ValueError(f"{path} was built for rules {saved.tag()}, not {rules.tag()}")
+        values = load_file(str(path), device=str(device))["values"]
+        if values.shape != (N_MASKS, N_UPPER, 2):
+            raise ValueError(f"{path}: values have shape {tuple(values.shape)}, expected {(N_MASKS, N_UPPER, 2)}")
+        return cls(values, saved, float(meta.get("seconds", 0.0)))
+
+
+def _groups(rules: Rules, filled: int) -> list[tuple[list[int], list[int], list[int], bool]]:
+    """States with ``filled`` boxes filled: (masks, upper sums, flags, upper_irrelevant) blocks."""
+    out_of_play = sum(1 << b for b in rules.boxes_out_of_play)
+    in_play_upper = [b for b in rules.boxes if b < 6]
+    groups: dict[tuple[int, bool], list[int]] = {}
+    for m in range(N_MASKS):
+        if m & out_of_play != out_of_play or bin(m).count("1") != filled:
+            continue
+        groups.setdefault((m & UPPER_MASK, bool(m >> YAHTZEE_BOX & 1)), []).append(m)
+    blocks = []
+    for (upper_part, has_yahtzee), masks in sorted(groups.items()):
+        filled_upper = [b for b in in_play_upper if upper_part >> b & 1]
+        irrelevant = len(filled_upper) == len(in_play_upper)
+        uppers = [0] if irrelevant else reachable_uppers(filled_upper)
+        flags = [0, 1] if (has_yahtzee and rules.yahtzee_bonus and YAHTZEE_BOX in rules.boxes) else [0]
+        blocks.append((masks, uppers, flags, irrelevant))
+    return blocks
+
+
+def solve(
+    rules: Rules | None = None,
+    device: torch.device | str = "cpu",
+    progress: bool | Callable[[int], None] = True,
+) -> OptimalTable:
+    """Build the whole table (float64) for ``rules`` on ``device``."""
+    rules = rules or Rules()
+    device = torch.device(device)
+    start = time.perf_counter()
+    V = torch.zeros(N_MASKS, N_UPPER, 2, dtype=torch.float64, device=device)
+    layers = list(range(len(rules.boxes) - 1, -1, -1))
+    bar = None
+    if progress is True:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(layers), desc=f"solving {rules.tag()}", unit="layer")
+    n_out = len(rules.boxes_out_of_play)
+    all_u = torch.arange(N_UPPER, device=device)
+    for k in layers:
+        for masks, uppers, flags, irrelevant in _groups(rules, n_out + k):
+            m_all = torch.tensor(masks, device=device)
+            u = torch.tensor(uppers, device=device)
+            f = torch.tensor(flags, device=device)
+            chunk = max(1, _BUDGET // (len(uppers) * len(flags) * 252 * N_BOXES))
+            for c in range(0, len(masks), chunk):
+                m = m_all[c : c + chunk]
+                vals = turn_start_values(m, u, f, V, rules)  # (M, U, Y)
+                if irrelevant:
+                    V[m.view(-1, 1, 1), all_u.view(1, -1, 1), f.view(1, 1, -1)] = vals.expand(-1, N_UPPER, -1)
+                else:
+                    V[m.view(-1, 1, 1), u.view(1, -1, 1), f.view(1, 1, -1)] = vals
+        if bar is not None:
+            bar.update(1)
+        elif callable(progress):
+            progress(k)
+    if bar is not None:
+        bar.close()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return OptimalTable(V, rules, time.perf_counter() - start)
