@@ -19,13 +19,13 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..game import N_BOXES, Rules
+from ..game import Rules
 from ..game.rules import UPPER_BONUS_THRESHOLD, YAHTZEE_BOX
 from .turn import N_MASKS, N_UPPER, turn_start_values
 
 FORMAT_VERSION = 1
 UPPER_MASK = (1 << 6) - 1
-_BUDGET = 4_000_000  # elements of the (masks, uppers, flags, 252, 13) block solved at once
+_BUDGET = 20_000_000  # (252, states) elements solved at once
 
 
 def reachable_uppers(upper_boxes: list[int]) -> list[int]:
@@ -126,20 +126,23 @@ def solve(
 
         bar = tqdm(total=len(layers), desc=f"solving {rules.tag()}", unit="layer")
     n_out = len(rules.boxes_out_of_play)
-    all_u = torch.arange(N_UPPER, device=device)
     for k in layers:
         for masks, uppers, flags, irrelevant in _groups(rules, n_out + k):
             m_all = torch.tensor(masks, device=device)
             u = torch.tensor(uppers, device=device)
             f = torch.tensor(flags, device=device)
-            chunk = max(1, _BUDGET // (len(uppers) * len(flags) * 252 * N_BOXES))
+            uf = torch.cartesian_prod(u, f).view(-1, 2)  # every (upper, flag) of these masks
+            R = len(uf)
+            uppers, flags = uf[:, 0].expand(len(masks), R), uf[:, 1].expand(len(masks), R)
+            chunk = max(1, _BUDGET // (252 * R))
             for c in range(0, len(masks), chunk):
                 m = m_all[c : c + chunk]
-                vals = turn_start_values(m, u, f, V, rules)  # (M, U, Y)
-                if irrelevant:
-                    V[m.view(-1, 1, 1), all_u.view(1, -1, 1), f.view(1, 1, -1)] = vals.expand(-1, N_UPPER, -1)
+                vals = turn_start_values(m, uppers[: len(m)], flags[: len(m)], V, rules).view(len(m), R)
+                if irrelevant:  # no open upper box: the same value for every upper sum
+                    for j, fj in enumerate(flags[0].tolist()):
+                        V[m, :, fj] = vals[:, j : j + 1].expand(-1, N_UPPER)
                 else:
-                    V[m.view(-1, 1, 1), u.view(1, -1, 1), f.view(1, 1, -1)] = vals
+                    V[m.view(-1, 1), uppers[: len(m)], flags[: len(m)]] = vals
         if bar is not None:
             bar.update(1)
         elif callable(progress):

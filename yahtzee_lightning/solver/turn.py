@@ -97,66 +97,56 @@ def box_values(
     rules: Rules,
     reduce: bool = True,
 ) -> torch.Tensor:
-    """Value of scoring each final dice, dice-major: ``(252, M, U, Y)`` for the best box
-    (``reduce``) or ``(13, 252, M, U, Y)`` per box with -inf where illegal.
+    """Value of scoring each final dice in the states ``(masks[i], uppers[i, j], flags[i, j])``.
 
-    States are the grid ``masks (M,) x uppers (U,) x flags (Y,)``. The value is the points earned
-    now (box, upper bonus reached, Yahtzee bonus) plus ``V`` of the next turn-start state
-    (``V = None``: points now only, the greedy player's horizon).
+    ``masks (M,)``; ``uppers`` and ``flags`` ``(M, R)``: R states share each mask (the solver
+    passes all upper sums of a mask at once, a query passes R = 1). Dice-major output:
+    ``(252, M * R)`` for the best box (``reduce``) or ``(13, 252, M * R)`` per box, -inf where
+    illegal. The value is the points earned now (box, upper bonus reached, Yahtzee bonus) plus
+    ``V`` of the next turn-start state (``V = None``: points now only, the greedy horizon).
     """
     device = masks.device
     dtype = V.dtype if V is not None else torch.float64
-    M, U, Y = len(masks), len(uppers), len(flags)
+    M, R = uppers.shape
     dice = torch.arange(252, device=device)
-    card = _card_of(masks)
+    card = _card_of(masks)  # scores and legality depend on the filled boxes only
     scores, legal, _ = box_options(dice.view(252, 1).expand(252, M), card.expand(252, M, N_BOXES), rules)
-    scores = scores.to(dtype)  # (252, M, 13)
-    u = uppers.view(1, 1, U)
-    best = None if reduce else torch.full((N_BOXES, 252, M, U, Y), NEG, dtype=dtype, device=device)
+    scores = scores.to(dtype).unsqueeze(2)  # (252, M, 1, 13)
+    legal = legal.unsqueeze(2)
+    flat = V.reshape(-1) if V is not None else None
+    out = None if reduce else torch.full((N_BOXES, 252, M, R), NEG, dtype=dtype, device=device)
     for b in rules.boxes:
-        is_open = (masks >> b & 1) == 0
-        if not bool(is_open.any()):
+        if bool((masks >> b & 1).all()):
             continue
-        s = scores[:, :, b]  # (252, M)
-        nxt = masks | (1 << b)
+        s = scores[..., b]  # (252, M, 1)
+        nxt = (masks | (1 << b)).view(M, 1)
         if b < 6:
-            u2 = (u + s.long().unsqueeze(-1)).clamp(max=UPPER_BONUS_THRESHOLD)  # (252, M, U)
-            reached = (u < UPPER_BONUS_THRESHOLD) & (u2 >= UPPER_BONUS_THRESHOLD)
-            value = (s.unsqueeze(-1) + reached * UPPER_BONUS).unsqueeze(-1)  # (252, M, U, 1)
-            if V is not None:
-                Vn = V[nxt][:, :, flags]  # (M, 64, Y): next value by upper sum
-                idx = u2.permute(1, 0, 2).reshape(M, 252 * U, 1).expand(M, 252 * U, Y)
-                value = value + Vn.gather(1, idx).view(M, 252, U, Y).transpose(0, 1)
+            u2 = (uppers + s.long()).clamp(max=UPPER_BONUS_THRESHOLD)  # (252, M, R)
+            value = s + ((uppers < UPPER_BONUS_THRESHOLD) & (u2 >= UPPER_BONUS_THRESHOLD)) * UPPER_BONUS
         else:
-            value = s.view(252, M, 1, 1)
-            if V is not None:
-                Vn = V[nxt][:, uppers][:, :, flags]  # (M, U, Y)
-                if b == YAHTZEE_BOX and rules.yahtzee_bonus:
-                    # Scoring 50 here makes later Yahtzees earn the bonus.
-                    y50 = V[nxt][:, uppers][:, :, 1]  # (M, U)
-                    value = value + torch.where((s == 50).view(252, M, 1, 1), y50.view(1, M, U, 1), Vn)
-                else:
-                    value = value + Vn
-        value = torch.where(legal[:, :, b].view(252, M, 1, 1), value, NEG).expand(252, M, U, Y)
+            u2, value = uppers, s
+        if flat is not None:
+            y2 = flags
+            if b == YAHTZEE_BOX and rules.yahtzee_bonus:
+                y2 = torch.where(s == 50, 1, flags)  # scoring 50 here makes later Yahtzees earn the bonus
+            value = value + flat[(nxt * N_UPPER + u2) * 2 + y2]
+        value = torch.where(legal[..., b], value, NEG).expand(252, M, R)
         if reduce:
-            best = value.clone() if best is None else torch.maximum(best, value)
+            out = value if out is None else torch.maximum(out, value)
         else:
-            best[b] = value
+            out[b] = value
     if rules.yahtzee_bonus:
-        T = tables(device)
-        bonus = T.is_yahtzee.to(dtype).view(252, 1, 1, 1) * (flags.to(dtype) * YAHTZEE_BONUS).view(1, 1, 1, Y)
-        best = best + bonus
-    return best
+        is_yahtzee = tables(device).is_yahtzee.to(dtype).view(252, 1, 1)
+        out = out + is_yahtzee * (flags.to(dtype) * YAHTZEE_BONUS)
+    return out.flatten(-2)
 
 
 def turn_start_values(
     masks: torch.Tensor, uppers: torch.Tensor, flags: torch.Tensor, V: torch.Tensor | None, rules: Rules
 ) -> torch.Tensor:
-    """Expected points from the start of a turn on, ``(M, U, Y)``: the three stages backwards."""
+    """Expected points from the start of a turn on, ``(M * R,)``: the three stages backwards."""
     dag = kept_dag(masks.device)
-    M, U, Y = len(masks), len(uppers), len(flags)
-    after_last = box_values(masks, uppers, flags, V, rules).reshape(252, -1)
+    after_last = box_values(masks, uppers, flags, V, rules)
     at_second = best_keep(reroll_values(after_last, dag), dag)
     at_first = best_keep(reroll_values(at_second, dag), dag)
-    first_roll = tables(masks.device).first_roll.to(at_first.dtype)
-    return (first_roll @ at_first).view(M, U, Y)
+    return tables(masks.device).first_roll.to(at_first.dtype) @ at_first
