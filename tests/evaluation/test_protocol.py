@@ -1,0 +1,49 @@
+"""The evaluation protocol: repeatable, regret adds up, the CLI writes its report."""
+
+import json
+
+from yahtzee_lightning.cli import main
+from yahtzee_lightning.evaluation import evaluate, to_json
+from yahtzee_lightning.game import Rules
+from yahtzee_lightning.players import GreedyPlayer, OptimalPlayer
+
+
+def test_same_seed_same_numbers(default_table):
+    a = to_json(evaluate(GreedyPlayer(), games=300, seed=4, with_optimal=False))
+    b = to_json(evaluate(GreedyPlayer(), games=300, seed=4, with_optimal=False))
+    c = to_json(evaluate(GreedyPlayer(), games=300, seed=5, with_optimal=False))
+    assert a == b and a != c
+
+
+def test_regret_of_the_optimum_is_zero_and_greedy_regret_adds_up(default_table):
+    opt = evaluate(OptimalPlayer(table=default_table), games=300, seed=1, with_optimal=False)["summary"]
+    assert opt["regret"]["per_game_mean"] < 1e-9
+    res = evaluate(GreedyPlayer(), games=1500, seed=1)
+    s = res["summary"]
+    # Expected total regret = optimum - expected score of the player.
+    gap = res["optimal"]["exact_expected_score"] - s["score"]["mean"]
+    assert abs(s["regret"]["per_game_mean"] - gap) < 4 * s["score"]["se"]
+    assert s["regret"]["keep_mean"] > 0 and s["regret"]["box_mean"] > 0
+    assert abs(sum(b["first_box_share"] for b in s["boxes"].values()) - 1) < 1e-9
+
+
+def test_reduced_game_summary():
+    res = evaluate(GreedyPlayer(Rules(boxes=(0, 12))), games=200, seed=0, rules=Rules(boxes=(0, 12)))
+    assert set(res["summary"]["boxes"]) == {"ones", "chance"}
+    assert res["summary"]["score"]["mean"] <= res["optimal"]["exact_expected_score"] + 5
+
+
+def test_cli_table_json_and_report(tmp_path, capsys, default_table):
+    assert main(["evaluate", "--agent", "random", "--games", "200", "--seed", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["agent"] == "random" and out["summary"]["games"] == 200 and "optimal" in out
+    assert main(["evaluate", "--agent", "greedy", "--games", "100", "--report", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "greedy" in text and "optimal" in text and "regret per keep" in text
+    for name in ("evaluation.json", "evaluation.md", "boxes.png", "scores.png"):
+        assert (tmp_path / name).stat().st_size > 0
+
+
+def test_cli_two_player_matches(capsys, default_table):
+    assert main(["evaluate", "--agent", "greedy", "--players", "2", "--opponent", "random", "--games", "200"]) == 0
+    assert "win rate" in capsys.readouterr().out

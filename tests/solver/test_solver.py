@@ -1,0 +1,83 @@
+"""The exact solver reproduces the published optima; its tables persist; its oracle is consistent."""
+
+import pytest
+import torch
+
+from yahtzee_lightning.game import OPEN, Rules, tables
+from yahtzee_lightning.solver import OptimalTable, TurnOracle, load_or_solve, reachable_uppers, solve
+
+
+@pytest.mark.parametrize(
+    "rules, optimum",
+    [
+        (Rules(), 254.5896),  # Verhoeff 1999, Glenn 2006
+        (Rules(joker="forced"), 254.5877),
+        (Rules(joker="off"), 253.9702),
+        (Rules(yahtzee_bonus=False, joker="off"), 245.8708),  # Glenn 2006
+    ],
+)
+def test_published_optima(rules, optimum):
+    table = load_or_solve(rules, progress=False)
+    assert abs(table.optimum - optimum) < 1e-4
+
+
+def test_reachable_upper_sums():
+    assert reachable_uppers([]) == [0]
+    assert reachable_uppers([0]) == [0, 1, 2, 3, 4, 5]
+    assert reachable_uppers([5]) == [0, 6, 12, 18, 24, 30]
+    assert max(reachable_uppers(list(range(6)))) == 63
+
+
+def test_reduced_game_is_solved_and_bounded(default_table):
+    small = solve(Rules(boxes=(0, 12)), progress=False)
+    # Chance alone is worth more than 3.5 * 5 with rerolls; ones add a little; nothing else.
+    assert 17.5 < small.optimum < 30
+    assert small.optimum < default_table.optimum
+
+
+def test_save_load_and_refusal(tmp_path, default_table):
+    path = tmp_path / "t.safetensors"
+    default_table.save(path)
+    loaded = OptimalTable.load(path, rules=Rules())
+    assert torch.equal(loaded.values, default_table.values) and loaded.rules == Rules()
+    with pytest.raises(ValueError, match="built for rules joker-free_bonus-on, not joker-forced"):
+        OptimalTable.load(path, rules=Rules(joker="forced"))
+    with pytest.raises(FileNotFoundError):
+        OptimalTable.load(tmp_path / "missing.safetensors")
+    from safetensors.torch import save_file
+
+    save_file({"values": default_table.values}, str(tmp_path / "old.safetensors"), metadata={"format_version": "0"})
+    with pytest.raises(ValueError, match="format version 0"):
+        OptimalTable.load(tmp_path / "old.safetensors")
+
+
+def test_oracle_is_consistent_with_the_table(default_table):
+    rules = Rules()
+    oracle = TurnOracle(rules, default_table)
+    T = tables()
+    dice = T.dice  # every first roll of an empty card
+    card = torch.full((252, 13), OPEN)
+    keep_values, _ = oracle.action_values(dice, torch.zeros(252, dtype=torch.long), card)
+    expected = (T.first_roll * keep_values.amax(-1)).sum()
+    assert abs(float(expected) - default_table.optimum) < 1e-9
+
+
+def test_regret_is_zero_for_the_best_choice_and_positive_otherwise(default_table):
+    oracle = TurnOracle(Rules(), default_table)
+    card = torch.full((2, 13), OPEN)
+    card[:, 5] = 24  # sixes filled
+    dice = torch.tensor([[6, 6, 6, 6, 6], [1, 2, 3, 4, 5]])
+    roll = torch.tensor([2, 2])
+    kv, bv = oracle.action_values(dice, roll, card)
+    best = bv.argmax(-1)
+    zero = oracle.regret(dice, roll, card, torch.zeros(2, dtype=torch.long), best)
+    assert torch.allclose(zero, torch.zeros(2, dtype=torch.float64))
+    assert int(best[0]) == 11 and int(best[1]) == 10  # the Yahtzee box; the large straight
+    bad = oracle.regret(dice, roll, card, torch.zeros(2, dtype=torch.long), torch.tensor([0, 0]))
+    assert bool((bad > 5).all())
+    assert bv[0, 5] == float("-inf")  # filled box
+
+
+def test_oracle_refuses_a_table_for_other_rules(default_table):
+    with pytest.raises(ValueError, match="built for"):
+        TurnOracle(Rules(joker="forced"), default_table)

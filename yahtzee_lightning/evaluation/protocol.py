@@ -1,0 +1,151 @@
+"""The evaluation protocol (SPEC section 7): play N seeded games and summarise them.
+
+Games are played in batches through :class:`YahtzeeEnv`; every decision is also scored against
+the exact optimum (regret: expected points lost against the best choice), split into keep and
+box decisions. The same seed gives the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from tqdm.auto import tqdm
+
+from ..env import YahtzeeEnv
+from ..env import keys as K
+from ..game import BOX_NAMES, N_BOXES, OPEN, Rules, card_total, upper_sum
+from ..game.rules import N_ROLLS, UPPER_BONUS_THRESHOLD
+from ..players.base import Player
+from ..solver import TurnOracle, load_or_solve
+
+THRESHOLDS = (50, 100, 150, 200, 250, 300, 400, 500, 750, 1000, 1250, 1500)
+
+
+@torch.no_grad()
+def play_games(
+    player: Player,
+    games: int,
+    seed: int,
+    rules: Rules,
+    device: torch.device | str = "cpu",
+    batch_size: int = 2500,
+    regret_oracle: TurnOracle | None = None,
+    progress: bool = False,
+) -> dict[str, torch.Tensor]:
+    """Raw results of ``games`` games: final cards, bonuses, fill turns, first boxes, regrets."""
+    if games < 1:
+        raise ValueError(f"games must be >= 1, got {games}")
+    out: dict[str, list[torch.Tensor]] = {k: [] for k in ("card", "bonuses", "fill_turn", "regret_keep", "regret_box")}
+    bar = tqdm(total=games, desc=f"evaluating {getattr(player, 'name', 'player')}", disable=not progress)
+    for chunk, start in enumerate(range(0, games, batch_size)):
+        n = min(batch_size, games - start)
+        env = YahtzeeEnv(n, rules=rules, validate_actions=True, device=device, seed=seed * 1_000_003 + chunk)
+        torch.manual_seed(seed * 1_000_003 + chunk)  # for players that sample from the global generator
+        td = env.reset()
+        fill_turn = torch.full((n, N_BOXES), -1, dtype=torch.int64, device=device)
+        regret_keep, regret_box = [], []
+        for _ in range(N_ROLLS * rules.n_turns):
+            keep, box = player.act(td)
+            if regret_oracle is not None:
+                r = regret_oracle.regret(td[K.DICE], td[K.ROLL], td[K.CARD], keep, box)
+                (regret_box if int(td[K.ROLL][0]) == N_ROLLS - 1 else regret_keep).append(r)
+            td.set(K.KEEP, keep)
+            td.set(K.BOX, box)
+            before = td[K.CARD]
+            turn = td[K.TURN]
+            td = env.step(td)["next"]
+            newly = (before == OPEN) & (td[K.CARD] != OPEN)
+            fill_turn = torch.where(newly, turn.unsqueeze(-1), fill_turn)
+        out["card"].append(td[K.CARD].cpu())
+        out["bonuses"].append(td[K.YAHTZEE_BONUSES].cpu())
+        out["fill_turn"].append(fill_turn.cpu())
+        if regret_oracle is not None:
+            out["regret_keep"].append(torch.stack(regret_keep, 1).cpu())
+            out["regret_box"].append(torch.stack(regret_box, 1).cpu())
+        bar.update(n)
+    bar.close()
+    return {k: torch.cat(v) for k, v in out.items() if v}
+
+
+def _mean_sd_se(x: torch.Tensor) -> dict[str, float]:
+    x = x.double()
+    sd = float(x.std()) if len(x) > 1 else 0.0
+    return {"mean": float(x.mean()), "sd": sd, "se": sd / math.sqrt(len(x))}
+
+
+def summarize(raw: dict[str, torch.Tensor], rules: Rules) -> dict:
+    """Every statistic of the protocol from :func:`play_games` output."""
+    card, bonuses = raw["card"], raw["bonuses"]
+    score = card_total(card, bonuses).double()
+    n = len(score)
+    upper_bonus = upper_sum(card) >= UPPER_BONUS_THRESHOLD
+    in_play = list(rules.boxes)
+    first_box = raw["fill_turn"].masked_fill(raw["fill_turn"] < 0, 1 << 30).argmin(-1)  # out-of-play: never
+    fill = raw["fill_turn"]
+    summary = {
+        "games": n,
+        "score": _mean_sd_se(score),
+        "median": float(score.median()),
+        "upper_bonus_rate": float(upper_bonus.double().mean()),
+        "yahtzee_rate": float((card[:, 11] == 50).double().mean()),
+        "yahtzee_bonus_rate": float((bonuses > 0).double().mean()),
+        "yahtzee_bonus_mean": float(bonuses.double().mean()),
+        "share_at_least_250": float((score >= 250).double().mean()),
+        "p_score_at_least": {str(t): float((score >= t).double().mean()) for t in THRESHOLDS},
+        "boxes": {
+            BOX_NAMES[b]: {
+                "mean": float(card[:, b].double().mean()),
+                "var": float(card[:, b].double().var()) if n > 1 else 0.0,
+                "median_fill_turn": float(fill[:, b].double().median()),
+                "first_box_share": float((first_box == b).double().mean()),
+            }
+            for b in in_play
+        },
+        "upper_bonus_mean": float(upper_bonus.double().mean() * 35),
+        "yahtzee_bonus_points_mean": float(bonuses.double().mean() * 100),
+    }
+    if "regret_keep" in raw:
+        rk, rb = raw["regret_keep"].double(), raw["regret_box"].double()
+        summary["regret"] = {
+            "keep_mean": float(rk.mean()),
+            "box_mean": float(rb.mean()),
+            "per_decision_mean": float(torch.cat([rk.flatten(), rb.flatten()]).mean()),
+            "per_game_mean": float(rk.sum(1).mean() + rb.sum(1).mean()),
+        }
+    return summary
+
+
+def evaluate(
+    player: Player,
+    games: int = 10_000,
+    seed: int = 0,
+    rules: Rules | None = None,
+    device: torch.device | str = "cpu",
+    with_optimal: bool = True,
+    regret: bool = True,
+    progress: bool = False,
+    optimal_factory: Callable[[], Player] | None = None,
+) -> dict:
+    """Summary of ``player`` over ``games`` seeded games, with the optimal player's alongside."""
+    rules = rules or Rules()
+    oracle = TurnOracle(rules, load_or_solve(rules, device, progress=progress)) if (regret or with_optimal) else None
+    name = getattr(player, "name", type(player).__name__)
+    raw = play_games(player, games, seed, rules, device, regret_oracle=oracle if regret else None, progress=progress)
+    result = {"rules": rules.to_dict(), "seed": seed, "agent": name, "summary": summarize(raw, rules)}
+    result["scores"] = {name: card_total(raw["card"], raw["bonuses"])}  # tensors: for plots, not for JSON
+    if with_optimal:
+        from ..players import OptimalPlayer
+
+        optimal = optimal_factory() if optimal_factory else OptimalPlayer(rules, table=oracle.table, device=device)
+        raw = play_games(optimal, games, seed, rules, device, progress=progress)
+        result["optimal"] = summarize(raw, rules)
+        result["optimal"]["exact_expected_score"] = oracle.table.optimum
+        result["scores"]["optimal"] = card_total(raw["card"], raw["bonuses"])
+    return result
+
+
+def to_json(result: dict) -> dict:
+    """The result without its raw score tensors."""
+    return {k: v for k, v in result.items() if k != "scores"}

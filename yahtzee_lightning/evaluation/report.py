@@ -1,0 +1,121 @@
+"""The evaluation table for terminals and files: text, Markdown, JSON and PNG plots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+ROWS = (
+    ("mean score", lambda s: f"{s['score']['mean']:.2f}"),
+    ("standard deviation", lambda s: f"{s['score']['sd']:.2f}"),
+    ("standard error", lambda s: f"{s['score']['se']:.2f}"),
+    ("median", lambda s: f"{s['median']:.1f}"),
+    ("upper bonus rate", lambda s: f"{100 * s['upper_bonus_rate']:.1f} %"),
+    ("Yahtzee rate (box = 50)", lambda s: f"{100 * s['yahtzee_rate']:.1f} %"),
+    ("Yahtzee bonus rate", lambda s: f"{100 * s['yahtzee_bonus_rate']:.1f} %"),
+    ("games >= 250", lambda s: f"{100 * s['share_at_least_250']:.1f} %"),
+    ("regret per game", lambda s: f"{s['regret']['per_game_mean']:.2f}" if "regret" in s else "-"),
+    ("regret per keep", lambda s: f"{s['regret']['keep_mean']:.3f}" if "regret" in s else "-"),
+    ("regret per box", lambda s: f"{s['regret']['box_mean']:.3f}" if "regret" in s else "-"),
+)
+
+
+def _columns(result: dict) -> list[tuple[str, dict]]:
+    cols = [(result["agent"], result["summary"])]
+    if "optimal" in result and result["agent"] != "optimal":
+        cols.append(("optimal", result["optimal"]))
+    return cols
+
+
+def table_rows(result: dict) -> list[list[str]]:
+    """Header and rows: statistic, agent, optimal; then per box; then P(score >= n)."""
+    cols = _columns(result)
+    rows = [["statistic", *(name for name, _ in cols)]]
+    rows += [[label, *(fmt(s) for _, s in cols)] for label, fmt in ROWS]
+    for box in cols[0][1]["boxes"]:
+        rows.append(
+            [f"{box} mean (var)", *(f"{s['boxes'][box]['mean']:.2f} ({s['boxes'][box]['var']:.1f})" for _, s in cols)]
+        )
+    for box in cols[0][1]["boxes"]:
+        rows.append([f"{box} median fill turn", *(f"{s['boxes'][box]['median_fill_turn']:.0f}" for _, s in cols)])
+    for box in cols[0][1]["boxes"]:
+        rows.append([f"{box} first-box share", *(f"{100 * s['boxes'][box]['first_box_share']:.1f} %" for _, s in cols)])
+    for t in cols[0][1]["p_score_at_least"]:
+        rows.append([f"P(score >= {t})", *(f"{100 * s['p_score_at_least'][t]:.2f} %" for _, s in cols)])
+    return rows
+
+
+def format_text(result: dict) -> str:
+    rows = table_rows(result)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [f"{result['summary']['games']} games, seed {result['seed']}, rules {result['rules']}"]
+    if "optimal" in result:
+        lines.append(f"exact optimum of these rules: {result['optimal']['exact_expected_score']:.4f}")
+    for i, r in enumerate(rows):
+        lines.append(
+            "  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths, strict=True)))
+        )
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def format_markdown(result: dict) -> str:
+    rows = table_rows(result)
+    out = [
+        f"# Evaluation: {result['agent']}",
+        "",
+        f"{result['summary']['games']} games, seed {result['seed']}, rules `{json.dumps(result['rules'])}`.",
+        "",
+    ]
+    out.append("| " + " | ".join(rows[0]) + " |")
+    out.append("|" + "|".join(["---"] + ["---:"] * (len(rows[0]) - 1)) + "|")
+    out += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    return "\n".join(out) + "\n"
+
+
+def write_report(result: dict, directory: str | Path) -> list[Path]:
+    """JSON, Markdown and PNG plots (per-box means against optimal, score histograms)."""
+    import matplotlib
+
+    from .protocol import to_json
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = [directory / "evaluation.json", directory / "evaluation.md", directory / "boxes.png"]
+    paths[0].write_text(json.dumps(to_json(result), indent=2))
+    paths[1].write_text(format_markdown(result))
+    cols = _columns(result)
+    boxes = list(cols[0][1]["boxes"])
+    fig, ax = plt.subplots(figsize=(11, 4))
+    width = 0.8 / len(cols)
+    for i, (name, s) in enumerate(cols):
+        ax.bar([j + i * width for j in range(len(boxes))], [s["boxes"][b]["mean"] for b in boxes], width, label=name)
+    ax.set_xticks([j + width * (len(cols) - 1) / 2 for j in range(len(boxes))], boxes, rotation=45, ha="right")
+    ax.set_ylabel("mean score")
+    ax.set_title("Mean score per box")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(paths[2], dpi=100)
+    plt.close(fig)
+    scores: dict[str, torch.Tensor] = result.get("scores", {})
+    if scores:
+        paths.append(directory / "scores.png")
+        fig, ax = plt.subplots(figsize=(8, 4))
+        for name, x in scores.items():
+            ax.hist(
+                x.double().numpy(), bins=range(0, 801, 10), histtype="step", density=True, label=name, linewidth=1.5
+            )
+        ax.set_xlabel("final score")
+        ax.set_ylabel("share of games")
+        ax.set_title("Score distribution")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(paths[3], dpi=100)
+        plt.close(fig)
+    return paths

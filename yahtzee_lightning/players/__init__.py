@@ -1,0 +1,36 @@
+"""One interface for every player, and a factory by name or path."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from ..game import Rules
+from .base import Player
+from .reference import GreedyPlayer, OptimalPlayer, OraclePlayer, RandomPlayer
+
+PLAYERS: dict[str, Callable[..., Player]] = {
+    "optimal": OptimalPlayer,
+    "greedy": GreedyPlayer,
+    "random": RandomPlayer,
+}
+
+
+def make_player(name_or_path: str, rules: Rules | None = None, device: torch.device | str = "cpu") -> Player:
+    """``optimal``, ``greedy``, ``random``, or a trained agent: a local agent folder or a hub id."""
+    rules = rules or Rules()
+    if name_or_path in PLAYERS:
+        return PLAYERS[name_or_path](rules=rules, device=device)
+    try:
+        from ..hub import YahtzeeAgent
+    except ImportError as e:  # pragma: no cover - the hub package ships with the library
+        raise ValueError(f"unknown player {name_or_path!r}; known: {sorted(PLAYERS)}") from e
+    if Path(name_or_path).exists() or "/" in name_or_path:
+        agent = YahtzeeAgent.from_pretrained(name_or_path)
+        return agent.player(device=device)
+    raise ValueError(f"unknown player {name_or_path!r}: not one of {sorted(PLAYERS)}, a folder, nor a hub id")
+
+
+__all__ = ["PLAYERS", "GreedyPlayer", "OptimalPlayer", "OraclePlayer", "Player", "RandomPlayer", "make_player"]

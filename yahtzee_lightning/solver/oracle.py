@@ -1,0 +1,86 @@
+"""What would the optimum do, and what does a choice cost: values of every keep and box.
+
+For a batch of positions (dice, roll index, card) the oracle returns the expected points still
+to come after each of the 32 keep patterns and each of the 13 boxes, under the optimal table
+(or, without one, under the greedy one-turn horizon). Regret of a choice = best - chosen.
+Within a turn the turn-start state does not change, so its tables are cached per game and
+recomputed only for games that started a new turn.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..game import OPEN, Rules, dice_index, tables, upper_sum
+from ..game.rules import N_ROLLS, UPPER_BONUS_THRESHOLD, YAHTZEE_BOX
+from ..game.tables import take
+from .table import OptimalTable
+from .turn import best_keep, box_values, kept_dag, reroll_values
+
+
+def turn_state(card: torch.Tensor, rules: Rules) -> torch.Tensor:
+    """``(..., 3)``: filled-box mask, capped upper sum, Yahtzee-bonus flag of each card."""
+    bits = (card != OPEN).long() << torch.arange(card.shape[-1], device=card.device)
+    flag = (card[..., YAHTZEE_BOX] == 50).long() if rules.yahtzee_bonus else torch.zeros_like(card[..., 0])
+    return torch.stack([bits.sum(-1), upper_sum(card).clamp(max=UPPER_BONUS_THRESHOLD), flag], -1)
+
+
+class TurnOracle:
+    """Action values for batches of positions; ``table=None`` gives the greedy one-turn values."""
+
+    def __init__(self, rules: Rules, table: OptimalTable | None = None) -> None:
+        if table is not None and table.rules != rules:
+            raise ValueError(f"the optimal table was built for {table.rules.tag()}, not {rules.tag()}")
+        self.rules = rules
+        self.table = table
+        self._key: torch.Tensor | None = None
+        self._box: torch.Tensor | None = None  # (13, 252, N) value of each box per final dice
+        self._k2: torch.Tensor | None = None  # (462, N) value of each kept multiset before roll 3
+        self._k1: torch.Tensor | None = None  # (462, N) value of each kept multiset before roll 2
+
+    def _compute(self, key: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        V = None if self.table is None else self.table.values.to(key.device)
+        dag = kept_dag(key.device)
+        m, u, f = key.unbind(-1)
+        box = box_values(m, u.unsqueeze(1), f.unsqueeze(1), V, self.rules, reduce=False)  # (13, 252, N)
+        k2 = reroll_values(box.amax(0), dag)
+        k1 = reroll_values(best_keep(k2, dag), dag)
+        return box, k2, k1
+
+    def _tables(self, key: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if self._key is None or self._key.shape != key.shape or self._key.device != key.device:
+            self._key = key.clone()
+            self._box, self._k2, self._k1 = self._compute(key)
+            return self._box, self._k2, self._k1
+        changed = (self._key != key).any(-1).nonzero().squeeze(-1)
+        if len(changed):
+            box, k2, k1 = self._compute(key[changed])
+            self._box[:, :, changed], self._k2[:, changed], self._k1[:, changed] = box, k2, k1
+            self._key[changed] = key[changed]
+        return self._box, self._k2, self._k1
+
+    @torch.no_grad()
+    def action_values(
+        self, dice: torch.Tensor, roll: torch.Tensor, card: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(keep_values (N, 32), box_values (N, 13))``: expected points to come after each choice.
+
+        Keep values are for the keep decision of ``roll`` (0 or 1); box values are for scoring the
+        current dice (-inf for illegal boxes). Both are computed for every game whatever its roll.
+        """
+        box, k2, k1 = self._tables(turn_state(card, self.rules))
+        n = torch.arange(card.shape[0], device=card.device)
+        d = dice_index(dice)
+        box_now = box[:, d, n].T  # (N, 13)
+        kept = take(tables(card.device).keep_to_kept, d)  # (N, 32)
+        k = torch.where((roll == 0).unsqueeze(-1), k1.T.gather(1, kept), k2.T.gather(1, kept))
+        return k, box_now
+
+    def regret(
+        self, dice: torch.Tensor, roll: torch.Tensor, card: torch.Tensor, keep: torch.Tensor, box: torch.Tensor
+    ) -> torch.Tensor:
+        """Expected points lost by the chosen action against the best one, per game."""
+        kv, bv = self.action_values(dice, roll, card)
+        keep_regret = kv.amax(-1) - kv.gather(1, keep.long().unsqueeze(-1)).squeeze(-1)
+        box_regret = bv.amax(-1) - bv.gather(1, box.long().unsqueeze(-1)).squeeze(-1)
+        return torch.where(roll == N_ROLLS - 1, box_regret, keep_regret)
