@@ -81,3 +81,15 @@ def test_regret_is_zero_for_the_best_choice_and_positive_otherwise(default_table
 def test_oracle_refuses_a_table_for_other_rules(default_table):
     with pytest.raises(ValueError, match="built for"):
         TurnOracle(Rules(joker="forced"), default_table)
+
+
+def test_solve_cli_saves_then_loads(tmp_path, capsys):
+    from yahtzee_lightning.cli import main
+
+    out = tmp_path / "small.safetensors"
+    assert main(["solve", "--boxes", "0", "12", "--out", str(out)]) == 0
+    assert "solved in" in capsys.readouterr().out and out.exists()
+    assert main(["solve", "--boxes", "0", "12", "--out", str(out)]) == 0
+    assert "loaded" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="built for rules"):
+        main(["solve", "--boxes", "0", "11", "--out", str(out)])
