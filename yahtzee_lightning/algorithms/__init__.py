@@ -1,0 +1,8 @@
+"""On-policy algorithms as LightningModules, and tabular SARSA for reduced games."""
+
+from .a2c import A2C
+from .base import OnPolicyAlgorithm
+from .ppo import PPO
+from .reinforce import Reinforce
+
+__all__ = ["A2C", "PPO", "OnPolicyAlgorithm", "Reinforce"]

@@ -1,0 +1,359 @@
+"""What every on-policy algorithm shares: collection, the update loop, schedules, metrics, evaluation.
+
+A subclass defines only its loss (:meth:`OnPolicyAlgorithm.update`). Collection runs a TorchRL
+``Collector`` over a batch of ``games_per_batch`` games, so every batch holds whole games; it is
+fed to Lightning as an iterable dataset, one collector per rank, seeded ``seed + rank``, and every
+rank yields the same number of batches. One Lightning epoch is one evaluation interval: the
+greedy policy plays ``eval_games`` full games in the validation loop, and a checkpoint follows.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import lightning as L
+import torch
+from tensordict import TensorDictBase
+from torch.utils.data import DataLoader, IterableDataset
+
+from ..env import YahtzeeEnv
+from ..env import keys as K
+from ..game import Rules
+from ..game.rules import N_ROLLS
+from ..metrics import approx_kl, mask_diversity, top_k_share
+from ..nn import LOG_PROB, PolicyModule, PolicyValueNet, distribution
+from ..schedules import anneal, lr_factor
+
+
+class _Collected(IterableDataset):
+    """``n`` batches from the module's collector (created on first use, kept across epochs)."""
+
+    def __init__(self, module: OnPolicyAlgorithm, n: int) -> None:
+        self.module, self.n = module, n
+
+    def __iter__(self):
+        it = self.module.collector_iterator()
+        for _ in range(self.n):
+            yield next(it)
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+class _Once(IterableDataset):
+    def __iter__(self):
+        yield 0
+
+
+class OnPolicyAlgorithm(L.LightningModule):
+    """Base of REINFORCE, A2C and PPO; hyperparameters follow SPEC section 5.
+
+    Task: ``task`` (full_game or single_turn), ``start_card`` (single turn: empty or random),
+    ``joker``, ``yahtzee_bonus``, ``boxes``. Network: see :class:`PolicyValueNet`.
+    Optimisation: Adam at ``lr`` with warm-up / hold / decay to ``r_alpha * lr``; gradient-norm
+    clipping at ``tau_clip`` (0 = off); value-loss weight ``lambda_v``; entropy coefficients per
+    head held at their max for ``entropy_hold`` of training then annealed to their min over
+    ``entropy_anneal``; discount from ``gamma_min`` to ``gamma_max``. Budget: ``total_games``
+    in batches of ``games_per_batch``, ``evaluations`` evaluation intervals of ``eval_games``
+    games each, and a final evaluation of ``final_eval_games`` (0 = skip) against the optimum.
+    ``init_from``: a Lightning checkpoint whose network weights start this run (transfer).
+    """
+
+    def __init__(
+        self,
+        task: str = "full_game",
+        start_card: str = "empty",
+        joker: str = "free",
+        yahtzee_bonus: bool = True,
+        boxes: list[int] | None = None,
+        dice_encoder: str = "combined",
+        features: str | list[str] = "full_game",
+        d_h: int = 600,
+        n_layers: int = 3,
+        dropout: float = 0.1,
+        layer_norm: bool = True,
+        activation: str = "silu",
+        head_hidden: int = 256,
+        roll_head: str = "categorical",
+        d_emb: int = 8,
+        lr: float = 1e-4,
+        r_alpha: float = 0.01,
+        warmup: float = 0.05,
+        hold: float = 0.70,
+        tau_clip: float = 1.0,
+        lambda_v: float = 0.01,
+        normalize_advantage: bool = True,
+        beta_roll_max: float = 0.02,
+        beta_roll_min: float = 0.005,
+        beta_score_max: float = 0.05,
+        beta_score_min: float = 0.01,
+        entropy_hold: float = 0.1,
+        entropy_anneal: float = 0.8,
+        gamma_min: float = 0.99,
+        gamma_max: float = 0.99,
+        total_games: int = 1_000_000,
+        games_per_batch: int = 20,
+        evaluations: int = 100,
+        eval_games: int = 1000,
+        final_eval_games: int = 10_000,
+        top_k: int = 3,
+        init_from: str | None = None,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.automatic_optimization = False
+        self.rules = Rules(joker=joker, yahtzee_bonus=yahtzee_bonus, boxes=tuple(boxes) if boxes else tuple(range(13)))
+        if total_games < games_per_batch:
+            raise ValueError(f"total_games ({total_games}) must be at least games_per_batch ({games_per_batch})")
+        self.net = PolicyValueNet(
+            dice_encoder=dice_encoder,
+            features=features,
+            d_h=d_h,
+            n_layers=n_layers,
+            dropout=dropout,
+            layer_norm=layer_norm,
+            activation=activation,
+            head_hidden=head_hidden,
+            roll_head=roll_head,
+            d_emb=d_emb,
+            rules=self.rules.to_dict(),
+        )
+        if init_from:
+            self._load_network(init_from)
+        self.register_buffer("updates_done", torch.zeros((), dtype=torch.int64))
+        self._collector = None
+        self._collector_it = None
+        self.final_evaluation: dict | None = None
+
+    # ------------------------------------------------------------------ budget
+    @property
+    def total_updates(self) -> int:
+        return max(1, self.hparams.total_games // (self.hparams.games_per_batch * self.world_size))
+
+    @property
+    def world_size(self) -> int:
+        return self.trainer.world_size if self._trainer is not None else 1
+
+    @property
+    def updates_per_epoch(self) -> int:
+        return max(1, math.ceil(self.total_updates / self.hparams.evaluations))
+
+    @property
+    def progress(self) -> float:
+        return float(self.updates_done) / self.total_updates
+
+    def gamma(self) -> float:
+        h = self.hparams
+        return h.gamma_min + (h.gamma_max - h.gamma_min) * self.progress
+
+    def entropy_coefs(self) -> tuple[float, float]:
+        h, f = self.hparams, self.progress
+        return (
+            anneal(f, h.beta_roll_max, h.beta_roll_min, h.entropy_hold, h.entropy_anneal),
+            anneal(f, h.beta_score_max, h.beta_score_min, h.entropy_hold, h.entropy_anneal),
+        )
+
+    def _load_network(self, path: str) -> None:
+        state = torch.load(path, map_location="cpu", weights_only=True)["state_dict"]
+        net_state = {k.removeprefix("net."): v for k, v in state.items() if k.startswith("net.")}
+        missing, unexpected = self.net.load_state_dict(net_state, strict=False)
+        if missing or unexpected:
+            raise ValueError(f"{path}: network does not match (missing {missing}, unexpected {unexpected})")
+
+    # -------------------------------------------------------------- lightning
+    def setup(self, stage: str) -> None:
+        if stage == "fit":
+            # One epoch is one evaluation interval; the number of epochs follows from the budget.
+            self.trainer.fit_loop.max_epochs = math.ceil(self.total_updates / self.updates_per_epoch)
+
+    def configure_optimizers(self) -> Any:
+        opt = torch.optim.Adam(self.net.parameters(), lr=self.hparams.lr)
+        h = self.hparams
+
+        def factor(step: int) -> float:
+            return lr_factor(step / self.total_updates, h.warmup, h.hold, h.r_alpha)
+
+        return {"optimizer": opt, "lr_scheduler": torch.optim.lr_scheduler.LambdaLR(opt, factor)}
+
+    def make_env(self, num_envs: int, seed: int) -> YahtzeeEnv:
+        h = self.hparams
+        return YahtzeeEnv(
+            num_envs,
+            task=h.task,
+            rules=self.rules,
+            start_card=h.start_card,
+            validate_actions=False,
+            device=self.device,
+            seed=seed,
+        )
+
+    def collector_iterator(self):
+        if self._collector is None:
+            from torchrl.collectors import Collector
+
+            h = self.hparams
+            env = self.make_env(h.games_per_batch, seed=h.seed + self.global_rank)
+            steps = N_ROLLS * (1 if h.task == "single_turn" else self.rules.n_turns)
+            self._collector = Collector(
+                env,
+                PolicyModule(self.net),
+                frames_per_batch=h.games_per_batch * steps,
+                total_frames=-1,
+                device=self.device,
+                trust_policy=True,
+            )
+            self._collector_it = iter(self._collector)
+        return self._collector_it
+
+    def train_dataloader(self) -> DataLoader:
+        # The batch is already a TensorDict of whole games: no collation.
+        return DataLoader(_Collected(self, self.updates_per_epoch), batch_size=None, collate_fn=_identity)
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(_Once(), batch_size=None)
+
+    def on_fit_end(self) -> None:
+        if self._collector is not None:
+            self._collector.shutdown()
+            self._collector = None
+
+    # ------------------------------------------------------------ the update
+    def update(self, batch: TensorDictBase, coefs: dict[str, float]) -> dict[str, float]:
+        """One update on a batch of whole games; returns the metrics to log. Defined by subclasses."""
+        raise NotImplementedError
+
+    def step_optimizer(self, loss: torch.Tensor) -> tuple[float, bool]:
+        """Backward, clip at ``tau_clip``, step. Returns the gradient norm and whether it was clipped."""
+        opt = self.optimizers()
+        opt.zero_grad()
+        self.manual_backward(loss)
+        tau = self.hparams.tau_clip
+        norm = torch.nn.utils.clip_grad_norm_(self.net.parameters(), tau if tau > 0 else float("inf"))
+        opt.step()
+        return float(norm), bool(tau > 0 and norm > tau)
+
+    def evaluate_actions(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(log pi(a|s), V(s), keep-head entropy, box-head entropy)`` of the taken actions.
+
+        Each head's entropy is averaged over the steps where that head acts.
+        """
+        dist, value = distribution(self.net, obs)
+        log_prob = dist.log_prob(obs[K.KEEP], obs[K.BOX])
+        rolling = dist.rolling
+        ent_keep = (dist.keep_entropy() * rolling).sum() / rolling.sum().clamp(min=1)
+        ent_box = (dist.box_entropy() * ~rolling).sum() / (~rolling).sum().clamp(min=1)
+        return log_prob, value, ent_keep, ent_box
+
+    @staticmethod
+    def entropy_bonus(ent_keep: torch.Tensor, ent_box: torch.Tensor, coefs: dict[str, float]) -> torch.Tensor:
+        return coefs["beta_roll"] * ent_keep + coefs["beta_score"] * ent_box
+
+    @torch.no_grad()
+    def values_of(self, obs: TensorDictBase) -> torch.Tensor:
+        """V(s) with the deterministic network, for targets and baselines."""
+        was = self.net.training
+        self.net.eval()
+        value = self.net(obs)[2]
+        self.net.train(was)
+        return value
+
+    @staticmethod
+    def update_stats(
+        loss: torch.Tensor,
+        parts: dict[str, torch.Tensor],
+        advantage: torch.Tensor,
+        value: torch.Tensor,
+        target: torch.Tensor,
+        grad_norm: float,
+        clipped: bool,
+    ) -> dict[str, float]:
+        from ..metrics import explained_variance
+
+        return {
+            "loss": float(loss),
+            **{f"loss_{k}": float(v) for k, v in parts.items()},
+            "advantage_mean": float(advantage.mean()),
+            "advantage_std": float(advantage.std()),
+            "explained_variance": explained_variance(value.detach(), target),
+            "grad_norm": grad_norm,
+            "grad_clipped": float(clipped),
+        }
+
+    def normalize(self, advantage: torch.Tensor) -> torch.Tensor:
+        if self.hparams.normalize_advantage and advantage.numel() > 1:
+            return (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+        return advantage
+
+    @torch.no_grad()
+    def policy_drift(self, obs: TensorDictBase, old_log_prob: torch.Tensor) -> float:
+        """Approximate KL between the policy that collected ``obs`` and the updated one."""
+        was = self.net.training
+        self.net.eval()
+        dist, _ = distribution(self.net, obs)
+        self.net.train(was)
+        return approx_kl(old_log_prob, dist.log_prob(obs[K.KEEP], obs[K.BOX]))
+
+    def training_step(self, batch: TensorDictBase, batch_idx: int) -> None:
+        beta_roll, beta_score = self.entropy_coefs()
+        coefs = {"beta_roll": beta_roll, "beta_score": beta_score, "gamma": self.gamma()}
+        stats = self.update(batch, coefs)
+        self.lr_schedulers().step()
+        self.updates_done += 1
+        flat = batch.reshape(-1)
+        rolling = flat[K.ROLL] < N_ROLLS - 1
+        keeps, boxes = flat[K.KEEP][rolling], flat[K.BOX][~rolling]
+        done = flat["next", K.DONE].squeeze(-1)
+        stats.update(
+            {
+                "episode_return": float(flat["next", K.REWARD].sum() / done.sum().clamp(min=1)),
+                "kl": self.policy_drift(flat, flat[LOG_PROB]),
+                "mask_diversity": mask_diversity(keeps),
+                f"top{self.hparams.top_k}_keep_share": top_k_share(keeps, self.hparams.top_k),
+                f"top{self.hparams.top_k}_box_share": top_k_share(boxes, self.hparams.top_k),
+                "lr": self.optimizers().param_groups[0]["lr"],
+                "beta_roll": beta_roll,
+                "beta_score": beta_score,
+                "gamma": coefs["gamma"],
+                "games": float(self.updates_done) * self.hparams.games_per_batch * self.world_size,
+            }
+        )
+        self.log_dict({f"train/{k}": float(v) for k, v in stats.items()}, on_step=True, batch_size=1)
+        self.log("return", stats["episode_return"], prog_bar=True, on_step=True, logger=False, batch_size=1)
+
+    # ------------------------------------------------------------ evaluation
+    def player(self, greedy: bool = True):
+        from ..players.agent import AgentPlayer
+
+        return AgentPlayer(self.net, greedy=greedy, name=type(self).__name__.lower())
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        from ..evaluation import play_games, summarize
+
+        h = self.hparams
+        raw = play_games(self.player(), h.eval_games, h.seed + 7919, self.rules, self.device)
+        s = summarize(raw, self.rules)
+        self.log_dict(
+            {
+                "eval/mean_score": s["score"]["mean"],
+                "eval/upper_bonus_rate": s["upper_bonus_rate"],
+                "eval/yahtzee_rate": s["yahtzee_rate"],
+                "eval/games": float(self.updates_done) * h.games_per_batch * self.world_size,
+            },
+            sync_dist=True,
+            batch_size=1,
+        )
+        self.log("eval_score", s["score"]["mean"], prog_bar=True, logger=False, sync_dist=True, batch_size=1)
+
+    def on_train_end(self) -> None:
+        h = self.hparams
+        if h.final_eval_games > 0 and self.global_rank == 0:
+            from ..evaluation import evaluate
+            from ..evaluation.report import format_text
+
+            self.final_evaluation = evaluate(
+                self.player(), h.final_eval_games, h.seed + 104729, self.rules, self.device
+            )
+            print(format_text(self.final_evaluation))

@@ -1,0 +1,134 @@
+"""The policy/value network shared by every algorithm: encoders -> trunk -> roll, score, value heads.
+
+A plain ``nn.Module`` whose constructor takes JSON-able arguments only (kept in ``self.config``),
+so ``PolicyValueNet(**net.config)`` rebuilds it anywhere: from a checkpoint, from a hub folder.
+It reads the environment's raw observation keys; it knows nothing of Lightning.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from tensordict import TensorDictBase
+from torch import nn
+
+from ..env import keys as K
+from ..env.features import encode, feature_size, resolve_features
+from ..game import N_BOXES, N_DICE, N_FACES, N_KEEPS, Rules
+
+DICE_ENCODERS = ("onehot", "bin", "combined", "emb", "pos_emb")
+ROLL_HEADS = ("categorical", "bernoulli")
+ACTIVATIONS = {"silu": nn.SiLU, "relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU}
+_FIXED_DICE = {"onehot": "dice_onehot", "bin": "dice_bin", "combined": "dice_combined"}
+_DICE_FEATURES = {"dice_onehot", "dice_bin", "dice_combined"}
+
+
+def _check(name: str, value: str, options: Sequence[str]) -> str:
+    if value not in options:
+        raise ValueError(f"{name} must be one of {tuple(options)}, got {value!r}")
+    return value
+
+
+class DiceEmbedding(nn.Module):
+    """A learned ``6 x d_emb`` embedding per die, optionally plus a sinusoidal position code."""
+
+    def __init__(self, d_emb: int, positional: bool) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(N_FACES, d_emb)
+        pos = torch.zeros(N_DICE, d_emb)
+        if positional:
+            i = torch.arange(N_DICE).unsqueeze(1)
+            freq = torch.exp(-math.log(10_000.0) * torch.arange(0, d_emb, 2) / d_emb)
+            pos[:, 0::2] = torch.sin(i * freq)
+            pos[:, 1::2] = torch.cos(i * freq[: d_emb // 2])
+        self.register_buffer("position", pos, persistent=False)
+        self.size = N_DICE * d_emb
+
+    def forward(self, dice: torch.Tensor) -> torch.Tensor:
+        return (self.embed(dice.long() - 1) + self.position).flatten(-2)
+
+
+class PolicyValueNet(nn.Module):
+    """Roll head (32 keep patterns or 5 keep bits), masked 13-box score head, ELU value head.
+
+    Args:
+        dice_encoder: ``onehot``, ``bin``, ``combined``, ``emb`` or ``pos_emb``.
+        features: other fixed features by name or preset (see ``env/features.py``); dice
+            features in a preset are replaced by ``dice_encoder``.
+        d_h, n_layers: trunk width and depth; each layer Linear -> LayerNorm -> activation ->
+            Dropout, with ``layer_norm`` and ``dropout`` switchable for ablations.
+        head_hidden: width of each head's hidden layer.
+        roll_head: ``categorical`` or ``bernoulli``.
+        d_emb: embedding width of the learned dice encoders.
+        rules: the rule variant as ``Rules.to_dict()`` (some features depend on it).
+    """
+
+    def __init__(
+        self,
+        dice_encoder: str = "combined",
+        features: str | list[str] = "full_game",
+        d_h: int = 600,
+        n_layers: int = 3,
+        dropout: float = 0.1,
+        layer_norm: bool = True,
+        activation: str = "silu",
+        head_hidden: int = 256,
+        roll_head: str = "categorical",
+        d_emb: int = 8,
+        rules: dict | None = None,
+    ) -> None:
+        super().__init__()
+        self.config = {
+            "dice_encoder": _check("dice_encoder", dice_encoder, DICE_ENCODERS),
+            "features": features if isinstance(features, str) else list(features),
+            "d_h": int(d_h),
+            "n_layers": int(n_layers),
+            "dropout": float(dropout),
+            "layer_norm": bool(layer_norm),
+            "activation": _check("activation", activation, tuple(ACTIVATIONS)),
+            "head_hidden": int(head_hidden),
+            "roll_head": _check("roll_head", roll_head, ROLL_HEADS),
+            "d_emb": int(d_emb),
+            "rules": Rules.from_dict(rules).to_dict(),
+        }
+        self.rules = Rules.from_dict(rules)
+        self.feature_names = tuple(f for f in resolve_features(features) if f not in _DICE_FEATURES)
+        if dice_encoder in _FIXED_DICE:
+            self.feature_names = (_FIXED_DICE[dice_encoder], *self.feature_names)
+            self.dice_embedding = None
+            size = feature_size(self.feature_names)
+        else:
+            self.dice_embedding = DiceEmbedding(d_emb, positional=dice_encoder == "pos_emb")
+            size = self.dice_embedding.size + (feature_size(self.feature_names) if self.feature_names else 0)
+        act = ACTIVATIONS[activation]
+        layers: list[nn.Module] = []
+        for _ in range(n_layers):
+            layers += [nn.Linear(size, d_h), nn.LayerNorm(d_h) if layer_norm else nn.Identity(), act()]
+            if dropout > 0:
+                layers.append(nn.Dropout(dropout))
+            size = d_h
+        self.trunk = nn.Sequential(*layers)
+
+        def head(n_out: int) -> nn.Sequential:
+            return nn.Sequential(nn.Linear(size, head_hidden), act(), nn.Linear(head_hidden, n_out))
+
+        self.roll_head = head(N_KEEPS if roll_head == "categorical" else N_DICE)
+        self.score_head = head(N_BOXES)
+        self.value_head = head(1)
+
+    def encode(self, obs: TensorDictBase) -> torch.Tensor:
+        parts = []
+        if self.dice_embedding is not None:
+            parts.append(self.dice_embedding(obs[K.DICE]))
+        if self.feature_names:
+            parts.append(encode(obs, self.feature_names, self.rules))
+        return torch.cat(parts, -1)
+
+    def forward(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(roll_logits (N, 32 or 5), box_logits (N, 13) with illegal boxes at -inf, value (N,))``."""
+        h = self.trunk(self.encode(obs))
+        box_logits = self.score_head(h).masked_fill(~obs[K.BOX_MASK], float("-inf"))
+        value = nn.functional.elu(self.value_head(h).squeeze(-1))
+        return self.roll_head(h), box_logits, value

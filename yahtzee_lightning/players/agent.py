@@ -1,0 +1,26 @@
+"""A trained network as a player."""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDictBase
+
+from ..game import Rules
+from ..nn import PolicyValueNet, distribution
+from .base import Player
+
+
+class AgentPlayer(Player):
+    """Plays the network's most likely action (or samples with ``greedy=False``)."""
+
+    def __init__(self, net: PolicyValueNet, greedy: bool = True, name: str = "agent") -> None:
+        super().__init__(Rules.from_dict(net.config["rules"]))
+        self.net, self.greedy, self.name = net, greedy, name
+
+    @torch.no_grad()
+    def act(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+        was_training = self.net.training
+        self.net.eval()
+        dist, _ = distribution(self.net, obs)
+        self.net.train(was_training)
+        return dist.mode() if self.greedy else dist.sample()
