@@ -166,8 +166,11 @@ class OnPolicyAlgorithm(L.LightningModule):
     # -------------------------------------------------------------- lightning
     def setup(self, stage: str) -> None:
         if stage == "fit":
-            # One epoch is one evaluation interval; the number of epochs follows from the budget.
-            self.trainer.fit_loop.max_epochs = math.ceil(self.total_updates / self.updates_per_epoch)
+            # One epoch is one evaluation interval; the number of epochs follows from the budget
+            # (a smaller trainer.max_epochs stops early, e.g. to train part of a run).
+            budget = math.ceil(self.total_updates / self.updates_per_epoch)
+            asked = self.trainer.fit_loop.max_epochs
+            self.trainer.fit_loop.max_epochs = budget if asked in (None, -1, 1000) else min(asked, budget)
 
     def configure_optimizers(self) -> Any:
         opt = torch.optim.Adam(self.net.parameters(), lr=self.hparams.lr)
@@ -195,7 +198,9 @@ class OnPolicyAlgorithm(L.LightningModule):
             from torchrl.collectors import Collector
 
             h = self.hparams
-            env = self.make_env(h.games_per_batch, seed=h.seed + self.global_rank)
+            # Seeded per rank, and per resume point so a resumed run does not replay its first games.
+            seed = h.seed + self.global_rank + 7919 * int(self.updates_done)
+            env = self.make_env(h.games_per_batch, seed=seed)
             steps = N_ROLLS * (1 if h.task == "single_turn" else self.rules.n_turns)
             self._collector = Collector(
                 env,
@@ -273,8 +278,8 @@ class OnPolicyAlgorithm(L.LightningModule):
         from ..metrics import explained_variance
 
         return {
-            "loss": float(loss),
-            **{f"loss_{k}": float(v) for k, v in parts.items()},
+            "loss": float(loss.detach()),
+            **{f"loss_{k}": float(v.detach()) for k, v in parts.items()},
             "advantage_mean": float(advantage.mean()),
             "advantage_std": float(advantage.std()),
             "explained_variance": explained_variance(value.detach(), target),

@@ -69,6 +69,25 @@ def play_games(
     return {k: torch.cat(v) for k, v in out.items() if v}
 
 
+@torch.no_grad()
+def play_single_turns(
+    player: Player, episodes: int, seed: int, rules: Rules, device: torch.device | str = "cpu"
+) -> torch.Tensor:
+    """Points scored in single turns (three decisions) from random partly filled cards."""
+    env = YahtzeeEnv(episodes, task="single_turn", start_card="random", rules=rules, device=device, seed=seed)
+    torch.manual_seed(seed)
+    td = env.reset()
+    total = torch.zeros(episodes, device=device)
+    for _ in range(N_ROLLS):
+        keep, box = player.act(td)
+        td.set(K.KEEP, keep)
+        td.set(K.BOX, box)
+        nxt = env.step(td)["next"]
+        total += nxt[K.REWARD].squeeze(-1)
+        td = nxt
+    return total.cpu()
+
+
 def _mean_sd_se(x: torch.Tensor) -> dict[str, float]:
     x = x.double()
     sd = float(x.std()) if len(x) > 1 else 0.0
