@@ -108,25 +108,42 @@ class OnPolicyAlgorithm(L.LightningModule):
         self.rules = Rules(joker=joker, yahtzee_bonus=yahtzee_bonus, boxes=tuple(boxes) if boxes else tuple(range(13)))
         if total_games < games_per_batch:
             raise ValueError(f"total_games ({total_games}) must be at least games_per_batch ({games_per_batch})")
-        self.net = PolicyValueNet(
-            dice_encoder=dice_encoder,
-            features=features,
-            d_h=d_h,
-            n_layers=n_layers,
-            dropout=dropout,
-            layer_norm=layer_norm,
-            activation=activation,
-            head_hidden=head_hidden,
-            roll_head=roll_head,
-            d_emb=d_emb,
-            rules=self.rules.to_dict(),
-        )
+        self.net = PolicyValueNet(**self.network_kwargs(self.hparams))
         if init_from:
             self._load_network(init_from)
         self.register_buffer("updates_done", torch.zeros((), dtype=torch.int64))
         self._collector = None
         self._collector_it = None
         self.final_evaluation: dict | None = None
+
+    NETWORK_KEYS = (
+        "dice_encoder",
+        "features",
+        "d_h",
+        "n_layers",
+        "dropout",
+        "layer_norm",
+        "activation",
+        "head_hidden",
+        "roll_head",
+        "d_emb",
+    )
+
+    @classmethod
+    def network_kwargs(cls, hparams: Any) -> dict[str, Any]:
+        """The network's constructor arguments from the module's hyperparameters (also for export)."""
+        boxes = hparams.get("boxes")
+        rules = Rules(hparams.get("joker", "free"), hparams.get("yahtzee_bonus", True), tuple(boxes or range(13)))
+        return {**{k: hparams[k] for k in cls.NETWORK_KEYS if k in hparams}, "rules": rules.to_dict()}
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        # What an exported agent's card says about its training.
+        checkpoint["yahtzee_lightning"] = {
+            "algorithm": type(self).__name__,
+            "games": int(self.updates_done) * self.hparams.games_per_batch * self.world_size,
+            "devices": self.world_size,
+            "accelerator": self.device.type,
+        }
 
     # ------------------------------------------------------------------ budget
     @property
