@@ -59,6 +59,9 @@ class OnPolicyAlgorithm(L.LightningModule):
     in batches of ``games_per_batch``, ``evaluations`` evaluation intervals of ``eval_games``
     games each, and a final evaluation of ``final_eval_games`` (0 = skip) against the optimum.
     ``init_from``: a Lightning checkpoint whose network weights start this run (transfer).
+    ``n_players`` >= 2 trains against ``opponent`` (random, greedy, optimal) in the N-player env
+    with ``reward`` (win, margin, fixed_target, moving_target, score); use features that see the
+    opponents (the ``two_player`` preset).
     """
 
     def __init__(
@@ -99,6 +102,9 @@ class OnPolicyAlgorithm(L.LightningModule):
         eval_games: int = 1000,
         final_eval_games: int = 10_000,
         top_k: int = 3,
+        n_players: int = 1,
+        opponent: str = "random",
+        reward: str = "win",
         init_from: str | None = None,
         seed: int = 0,
     ) -> None:
@@ -200,6 +206,20 @@ class OnPolicyAlgorithm(L.LightningModule):
 
     def make_env(self, num_envs: int, seed: int) -> YahtzeeEnv:
         h = self.hparams
+        if h.n_players >= 2:
+            from ..env.multiplayer import MultiPlayerYahtzeeEnv
+
+            return MultiPlayerYahtzeeEnv(
+                num_envs,
+                opponents=h.opponent,
+                n_players=h.n_players,
+                reward=h.reward,
+                learner_seat="random",
+                rules=self.rules,
+                validate_actions=False,
+                device=self.device,
+                seed=seed,
+            )
         return YahtzeeEnv(
             num_envs,
             task=h.task,
@@ -226,6 +246,7 @@ class OnPolicyAlgorithm(L.LightningModule):
                 total_frames=-1,
                 device=self.device,
                 trust_policy=True,
+                auto_register_policy_transforms=False,  # the policy needs no env transform
             )
             self._collector_it = iter(self._collector)
         return self._collector_it
@@ -352,30 +373,42 @@ class OnPolicyAlgorithm(L.LightningModule):
         return AgentPlayer(self.net, greedy=greedy, name=type(self).__name__.lower())
 
     def validation_step(self, batch: Any, batch_idx: int) -> None:
-        from ..evaluation import play_games, summarize
-
         h = self.hparams
-        raw = play_games(self.player(), h.eval_games, h.seed + 7919, self.rules, self.device)
-        s = summarize(raw, self.rules)
-        self.log_dict(
-            {
+        if h.n_players >= 2:
+            from ..evaluation.match import play_matches
+
+            r = play_matches(
+                self.player(), h.opponent, h.eval_games, h.seed + 7919, self.rules, h.n_players, device=self.device
+            )
+            metrics = {"eval/mean_score": r["player_score"]["mean"], "eval/win_rate": r["win"]["rate"]}
+        else:
+            from ..evaluation import play_games, summarize
+
+            s = summarize(play_games(self.player(), h.eval_games, h.seed + 7919, self.rules, self.device), self.rules)
+            metrics = {
                 "eval/mean_score": s["score"]["mean"],
                 "eval/upper_bonus_rate": s["upper_bonus_rate"],
                 "eval/yahtzee_rate": s["yahtzee_rate"],
-                "eval/games": float(self.updates_done) * h.games_per_batch * self.world_size,
-            },
-            sync_dist=True,
-            batch_size=1,
-        )
-        self.log("eval_score", s["score"]["mean"], prog_bar=True, logger=False, sync_dist=True, batch_size=1)
+            }
+        metrics["eval/games"] = float(self.updates_done) * h.games_per_batch * self.world_size
+        self.log_dict(metrics, sync_dist=True, batch_size=1)
+        self.log("eval_score", metrics["eval/mean_score"], prog_bar=True, logger=False, sync_dist=True, batch_size=1)
 
     def on_train_end(self) -> None:
         h = self.hparams
-        if h.final_eval_games > 0 and self.global_rank == 0:
+        if h.final_eval_games <= 0 or self.global_rank != 0:
+            return
+        games, seed = h.final_eval_games, h.seed + 104729
+        if h.n_players >= 2:
+            from ..evaluation.match import format_match, play_matches
+
+            self.final_evaluation = play_matches(
+                self.player(), h.opponent, games, seed, self.rules, h.n_players, device=self.device
+            )
+            print(format_match(self.final_evaluation))
+        else:
             from ..evaluation import evaluate
             from ..evaluation.report import format_text
 
-            self.final_evaluation = evaluate(
-                self.player(), h.final_eval_games, h.seed + 104729, self.rules, self.device
-            )
+            self.final_evaluation = evaluate(self.player(), games, seed, self.rules, self.device)
             print(format_text(self.final_evaluation))

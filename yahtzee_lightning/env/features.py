@@ -90,7 +90,7 @@ def roll_onehot(td: TensorDictBase, rules: Rules) -> torch.Tensor:
 def joker_active(td: TensorDictBase, rules: Rules) -> torch.Tensor:
     if not rules.joker_active:
         return torch.zeros(*td.batch_size, 1, device=td.device)
-    yahtzee = _counts(td).max(-1).values == N_DICE
+    yahtzee = _counts(td).amax(-1) == N_DICE
     return (yahtzee & (td[K.CARD][..., YAHTZEE_BOX] != OPEN)).float().unsqueeze(-1)
 
 
@@ -108,9 +108,33 @@ def potentials(td: TensorDictBase, rules: Rules) -> torch.Tensor:
     return scores.float() / 50.0
 
 
+@register_feature("score_diff", 1, "own score minus the best opponent's / 100 (N-player env only)")
+def score_diff(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    return td[K.SCORE_DIFF].float().unsqueeze(-1) / 100.0
+
+
+@register_feature("opponent_progress", 3, "best opponent: share of boxes filled, bonus progress, score / 300")
+def opponent_progress(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    cards = td[K.OPPONENT_CARDS]
+    filled = (cards != OPEN).float().mean(-1).amax(-1)
+    bonus = (upper_sum(cards).float() / UPPER_BONUS_THRESHOLD).clamp(max=1).amax(-1)
+    score = td[K.OPPONENT_SCORES].float().amax(-1) / 300.0
+    return torch.stack([filled, bonus, score], -1)
+
+
 PRESETS: dict[str, tuple[str, ...]] = {
     "single_turn": ("dice_combined", "card_mask", "bonus_progress", "roll_onehot"),
     "full_game": ("dice_combined", "card_mask", "bonus_progress", "roll_onehot", "turn_progress", "potentials"),
+    "two_player": (
+        "dice_combined",
+        "card_mask",
+        "bonus_progress",
+        "roll_onehot",
+        "turn_progress",
+        "potentials",
+        "score_diff",
+        "opponent_progress",
+    ),
     "all": (
         "dice_combined",
         "card_mask",

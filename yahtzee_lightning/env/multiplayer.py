@@ -153,7 +153,7 @@ class MultiPlayerYahtzeeEnv(YahtzeeEnv):
         td.set(K.OPPONENT_CARDS, cards)
         td.set(K.OPPONENT_SCORES, totals)
         td.set(K.OPPONENT_UPPER_SUMS, upper_sum(cards))
-        td.set(K.SCORE_DIFF, td[K.SCORE] - totals.max(-1).values)
+        td.set(K.SCORE_DIFF, td[K.SCORE] - totals.amax(-1))
         td.set(K.SEAT, seat.clone())
         return td, own, legal
 

@@ -61,7 +61,7 @@ def play_matches(
             td.set(K.BOX, box)
             td = env.step(td)["next"]
         own.append(td[K.SCORE].cpu())
-        best_other.append(td[K.OPPONENT_SCORES].max(-1).values.cpu())
+        best_other.append(td[K.OPPONENT_SCORES].amax(-1).cpu())
         diff.append(td[K.SCORE_DIFF].cpu())
         done_games += n
         chunk += 1

@@ -93,7 +93,7 @@ def _cpu_tables() -> Tables:
 
     counts = torch.tensor([_counts_of(d) for d in dice_list], dtype=torch.int64)
     base_scores = torch.tensor([_score(_counts_of(d)) for d in dice_list], dtype=torch.int64)
-    is_yahtzee = counts.max(dim=1).values == N_DICE
+    is_yahtzee = counts.amax(dim=1) == N_DICE
     joker_scores = base_scores.clone()
     for box, value in JOKER_VALUES.items():
         joker_scores[is_yahtzee, box] = value
