@@ -114,7 +114,7 @@ class OnPolicyAlgorithm(L.LightningModule):
         self.rules = Rules(joker=joker, yahtzee_bonus=yahtzee_bonus, boxes=tuple(boxes) if boxes else tuple(range(13)))
         if total_games < games_per_batch:
             raise ValueError(f"total_games ({total_games}) must be at least games_per_batch ({games_per_batch})")
-        self.net = PolicyValueNet(**self.network_kwargs(self.hparams))
+        self.net = self.build_network()
         if init_from:
             self._load_network(init_from)
         self.register_buffer("updates_done", torch.zeros((), dtype=torch.int64))
@@ -141,6 +141,14 @@ class OnPolicyAlgorithm(L.LightningModule):
         boxes = hparams.get("boxes")
         rules = Rules(hparams.get("joker", "free"), hparams.get("yahtzee_bonus", True), tuple(boxes or range(13)))
         return {**{k: hparams[k] for k in cls.NETWORK_KEYS if k in hparams}, "rules": rules.to_dict()}
+
+    def build_network(self) -> torch.nn.Module:
+        """The trained network (``self.net``); subclasses with another kind of network override it."""
+        return PolicyValueNet(**self.network_kwargs(self.hparams))
+
+    def collection_policy(self) -> Any:
+        """The TensorDict module that acts in the collector."""
+        return PolicyModule(self.net)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         # What an exported agent's card says about its training.
@@ -241,7 +249,7 @@ class OnPolicyAlgorithm(L.LightningModule):
             steps = N_ROLLS * (1 if h.task == "single_turn" else self.rules.n_turns)
             self._collector = Collector(
                 env,
-                PolicyModule(self.net),
+                self.collection_policy(),
                 frames_per_batch=h.games_per_batch * steps,
                 total_frames=-1,
                 device=self.device,

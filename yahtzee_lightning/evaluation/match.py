@@ -49,7 +49,7 @@ def play_matches(
             n_players=n_players,
             rules=rules,
             learner_seat=learner_seat,
-            validate_actions=False,
+            validate_actions=True,  # an illegal box from either side raises
             device=device,
             seed=seed * 1_000_003 + chunk,
         )
