@@ -37,3 +37,12 @@ def test_a_stronger_player_wins_more():
     weak = play_matches(ChanceFirst(), MaskedRandom(), games=1000, seed=2)
     assert r["player_score"]["mean"] > weak["player_score"]["mean"]
     assert r["win"]["rate"] > weak["win"]["rate"]
+
+
+def test_optimal_solitaire_against_itself_wins_half(default_table):
+    from yahtzee_lightning.players import OptimalPlayer
+
+    r = play_matches(OptimalPlayer(table=default_table), "optimal", games=1000, seed=3)
+    assert abs(r["win"]["rate"] - r["loss"]["rate"]) < 4 * (r["win"]["se"] + r["loss"]["se"])
+    assert 0.4 < r["win"]["rate"] < 0.6
+    assert abs(r["player_score"]["mean"] - default_table.optimum) < 4 * r["player_score"]["se"]
