@@ -1,0 +1,76 @@
+"""Time to build the full optimal table, per rule variant, beside the public Rust solver.
+
+    python benchmarks/bench_solver.py [--device cpu] [--variants default forced no_joker no_bonus] [--json out.json]
+
+``yatzy-solver`` (PyPI, ``pip install -e ".[bench]"``) is timed in the same run when it is
+installed; both tables' optimum is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+
+import torch
+
+from yahtzee_lightning.game import Rules
+from yahtzee_lightning.solver import solve
+
+VARIANTS = {
+    "default": (Rules(), "american"),
+    "forced": (Rules(joker="forced"), "american+forced-joker"),
+    "no_joker": (Rules(joker="off"), "american+no-joker"),
+    "no_bonus": (Rules(joker="off", yahtzee_bonus=False), "american+no-bonus"),
+}
+
+
+def _rust(variant: str) -> tuple[float, float] | None:
+    try:
+        import yatzy_solver as ys
+    except ImportError:
+        return None
+    start = time.perf_counter()
+    solver = ys.Solver.build(ys.Variant(variant))
+    seconds = time.perf_counter() - start
+    return seconds, float(solver.state_value("upper 0 | filled -"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    rows = []
+    print(f"{'variant':<10} {'ours (s)':>9} {'optimum':>10} {'yatzy-solver (s)':>17} {'optimum':>10} {'ratio':>6}")
+    for name in args.variants:
+        rules, rust_name = VARIANTS[name]
+        table = solve(rules, device=args.device, progress=False)
+        rust = _rust(rust_name)
+        row = {"variant": name, "seconds": table.seconds, "optimum": table.optimum}
+        cells = f"{name:<10} {table.seconds:>9.2f} {table.optimum:>10.4f}"
+        if rust is None:
+            cells += f" {'not installed':>17}"
+        else:
+            row.update(rust_seconds=rust[0], rust_optimum=rust[1], speed_ratio=rust[0] / table.seconds)
+            cells += f" {rust[0]:>17.2f} {rust[1]:>10.4f} {rust[0] / table.seconds:>5.2f}x"
+        print(cells, flush=True)
+        rows.append(row)
+    if args.json:
+        meta = {
+            "benchmark": "solver",
+            "device": args.device,
+            "threads": torch.get_num_threads(),
+            "machine": platform.machine(),
+            "torch": torch.__version__,
+            "date": time.strftime("%Y-%m-%d"),
+        }
+        with open(args.json, "w") as f:
+            json.dump({**meta, "rows": rows}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
