@@ -9,9 +9,9 @@ second and as a ratio to the raw core measured in the same run.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
+import sys
 import time
+from pathlib import Path
 
 import torch
 from tensordict import TensorDictBase
@@ -19,6 +19,9 @@ from tensordict import TensorDictBase
 from yahtzee_lightning.env import YahtzeeEnv
 from yahtzee_lightning.env import keys as K
 from yahtzee_lightning.game import Rules, legal_boxes, new_games, step
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import write_json  # noqa: E402
 
 
 def masked_random(td: TensorDictBase) -> TensorDictBase:
@@ -110,17 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{n:>7} " + " ".join(f"{c:>22}" for c in cells), flush=True)
         ratios = {p: rates[p] / rates["core"] for p in PATHS}
         rows.append({"num_envs": n, "steps_per_s": rates, "ratio_to_core": ratios})
-    meta = {
-        "benchmark": "env",
-        "device": args.device,
-        "threads": torch.get_num_threads(),
-        "machine": platform.processor() or platform.machine(),
-        "torch": torch.__version__,
-        "date": time.strftime("%Y-%m-%d"),
-    }
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({**meta, "rows": rows}, f, indent=2)
+    write_json(args.json, "env", rows, device=args.device)
     return 0
 
 

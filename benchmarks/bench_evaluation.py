@@ -6,16 +6,17 @@ python benchmarks/bench_evaluation.py [--games 10000] [--agent checkpoints/NAME]
 from __future__ import annotations
 
 import argparse
-import json
-import platform
+import sys
 import time
-
-import torch
+from pathlib import Path
 
 from yahtzee_lightning.evaluation import play_games, summarize
 from yahtzee_lightning.game import Rules
 from yahtzee_lightning.players import make_player
 from yahtzee_lightning.solver import load_or_solve
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import write_json  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,18 +39,7 @@ def main(argv: list[str] | None = None) -> int:
             {"player": name, "seconds": seconds, "games_per_s": args.games / seconds, "mean": s["score"]["mean"]}
         )
         print(f"{name:<28} {seconds:>8.2f} {args.games / seconds:>9.0f} {s['score']['mean']:>8.2f}", flush=True)
-    if args.json:
-        meta = {
-            "benchmark": "evaluation",
-            "games": args.games,
-            "device": args.device,
-            "threads": torch.get_num_threads(),
-            "machine": platform.machine(),
-            "torch": torch.__version__,
-            "date": time.strftime("%Y-%m-%d"),
-        }
-        with open(args.json, "w") as f:
-            json.dump({**meta, "rows": rows}, f, indent=2)
+    write_json(args.json, "evaluation", rows, games=args.games, device=args.device)
     return 0
 
 

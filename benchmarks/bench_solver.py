@@ -9,14 +9,15 @@ installed; both tables' optimum is printed.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
+import sys
 import time
-
-import torch
+from pathlib import Path
 
 from yahtzee_lightning.game import Rules
 from yahtzee_lightning.solver import solve
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import write_json  # noqa: E402
 
 VARIANTS = {
     "default": (Rules(), "american"),
@@ -58,17 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             cells += f" {rust[0]:>17.2f} {rust[1]:>10.4f} {rust[0] / table.seconds:>5.2f}x"
         print(cells, flush=True)
         rows.append(row)
-    if args.json:
-        meta = {
-            "benchmark": "solver",
-            "device": args.device,
-            "threads": torch.get_num_threads(),
-            "machine": platform.machine(),
-            "torch": torch.__version__,
-            "date": time.strftime("%Y-%m-%d"),
-        }
-        with open(args.json, "w") as f:
-            json.dump({**meta, "rows": rows}, f, indent=2)
+    write_json(args.json, "solver", rows, device=args.device)
     return 0
 
 

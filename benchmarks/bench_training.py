@@ -9,13 +9,16 @@ TorchRL collector with the policy) and the update (the algorithm's loss, backwar
 from __future__ import annotations
 
 import argparse
-import json
-import platform
+import sys
 import time
+from pathlib import Path
 
 import torch
 
 from yahtzee_lightning.algorithms import A2C, PPO, Reinforce
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import write_json  # noqa: E402
 
 NETWORKS = {"baseline (600x3)": {"d_h": 600, "n_layers": 3}, "small (128x2)": {"d_h": 128, "n_layers": 2}}
 
@@ -69,17 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['update_steps_per_s']:>15.0f}",
                 flush=True,
             )
-    if args.json:
-        meta = {
-            "benchmark": "training",
-            "device": args.device,
-            "threads": torch.get_num_threads(),
-            "machine": platform.machine(),
-            "torch": torch.__version__,
-            "date": time.strftime("%Y-%m-%d"),
-        }
-        with open(args.json, "w") as f:
-            json.dump({**meta, "games": args.games, "rows": rows}, f, indent=2)
+    write_json(args.json, "training", rows, games=args.games, device=args.device)
     return 0
 
 

@@ -1,0 +1,24 @@
+"""What every benchmark writes next to its rows: the machine, the versions, the date."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+
+import torch
+
+
+def write_json(path: str | None, benchmark: str, rows: list[dict], **extra) -> None:
+    if not path:
+        return
+    meta = {
+        "benchmark": benchmark,
+        "threads": torch.get_num_threads(),
+        "machine": platform.processor() or platform.machine(),
+        "torch": torch.__version__,
+        "date": time.strftime("%Y-%m-%d"),
+        **extra,
+    }
+    with open(path, "w") as f:
+        json.dump({**meta, "rows": rows}, f, indent=2)
