@@ -2,6 +2,7 @@
 
 import lightning as L
 import pytest
+import torch
 
 from yahtzee_lightning.algorithms import A2C, PPO, Reinforce
 from yahtzee_lightning.evaluation import play_games, play_single_turns, summarize
@@ -57,3 +58,34 @@ def test_full_game_training_raises_the_mean_score(cls, extra):
     after = summarize(play_games(model.player(), 600, seed=3, rules=Rules()), Rules())["score"]
     se = (before["se"] ** 2 + after["se"] ** 2) ** 0.5
     assert after["mean"] - before["mean"] > 4 * se
+
+
+def test_two_player_win_objective_and_self_play_train_from_config_alone():
+    L.seed_everything(0)
+    for opponent in ("random", "self"):
+        model = A2C(
+            n_players=2,
+            opponent=opponent,
+            reward="win",
+            features="two_player",
+            games_per_batch=16,
+            total_games=32,
+            seed=0,
+            **{**SMALL, "final_eval_games": 40},
+        )
+        _fit(model)
+        assert model.final_evaluation["games"] == 40 and "win" in model.final_evaluation
+
+
+def test_full_game_run_starts_from_single_turn_weights(tmp_path):
+    L.seed_everything(0)
+    single = Reinforce(task="single_turn", start_card="random", games_per_batch=16, total_games=32, **SMALL)
+    trainer = L.Trainer(logger=False, enable_progress_bar=False, num_sanity_val_steps=0, limit_val_batches=0)
+    trainer.fit(single)
+    trainer.save_checkpoint(tmp_path / "single.ckpt")
+    full = A2C(init_from=str(tmp_path / "single.ckpt"), games_per_batch=16, total_games=32, **SMALL)
+    for k, v in single.net.state_dict().items():
+        assert torch.equal(v, full.net.state_dict()[k]), k
+    mismatched = {**SMALL, "d_h": 32}
+    with pytest.raises(ValueError, match="does not match"):
+        A2C(init_from=str(tmp_path / "single.ckpt"), **mismatched)

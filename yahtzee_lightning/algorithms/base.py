@@ -59,7 +59,8 @@ class OnPolicyAlgorithm(L.LightningModule):
     in batches of ``games_per_batch``, ``evaluations`` evaluation intervals of ``eval_games``
     games each, and a final evaluation of ``final_eval_games`` (0 = skip) against the optimum.
     ``init_from``: a Lightning checkpoint whose network weights start this run (transfer).
-    ``n_players`` >= 2 trains against ``opponent`` (random, greedy, optimal) in the N-player env
+    ``n_players`` >= 2 trains against ``opponent`` (random, greedy, optimal, an agent folder, or
+    ``self``: the learner's own current policy, for self-play) in the N-player env
     with ``reward`` (win, margin, fixed_target, moving_target, score); use features that see the
     opponents (the ``two_player`` preset).
     """
@@ -190,7 +191,10 @@ class OnPolicyAlgorithm(L.LightningModule):
     def _load_network(self, path: str) -> None:
         state = torch.load(path, map_location="cpu", weights_only=True)["state_dict"]
         net_state = {k.removeprefix("net."): v for k, v in state.items() if k.startswith("net.")}
-        missing, unexpected = self.net.load_state_dict(net_state, strict=False)
+        try:
+            missing, unexpected = self.net.load_state_dict(net_state, strict=False)
+        except RuntimeError as e:  # mis-shaped tensors
+            raise ValueError(f"{path}: network does not match this configuration ({e})") from e
         if missing or unexpected:
             raise ValueError(f"{path}: network does not match (missing {missing}, unexpected {unexpected})")
 
@@ -219,7 +223,7 @@ class OnPolicyAlgorithm(L.LightningModule):
 
             return MultiPlayerYahtzeeEnv(
                 num_envs,
-                opponents=h.opponent,
+                opponents=self.opponent(),
                 n_players=h.n_players,
                 reward=h.reward,
                 learner_seat="random",
@@ -375,6 +379,10 @@ class OnPolicyAlgorithm(L.LightningModule):
         self.log("return", stats["episode_return"], prog_bar=True, on_step=True, logger=False, batch_size=1)
 
     # ------------------------------------------------------------ evaluation
+    def opponent(self) -> Any:
+        """The N-player opponent: a player name or agent folder, or ``self`` (the learner, live)."""
+        return self.player(greedy=False) if self.hparams.opponent == "self" else self.hparams.opponent
+
     def player(self, greedy: bool = True):
         from ..players.agent import AgentPlayer
 
@@ -386,7 +394,7 @@ class OnPolicyAlgorithm(L.LightningModule):
             from ..evaluation.match import play_matches
 
             r = play_matches(
-                self.player(), h.opponent, h.eval_games, h.seed + 7919, self.rules, h.n_players, device=self.device
+                self.player(), self.opponent(), h.eval_games, h.seed + 7919, self.rules, h.n_players, device=self.device
             )
             metrics = {"eval/mean_score": r["player_score"]["mean"], "eval/win_rate": r["win"]["rate"]}
         else:
@@ -411,7 +419,7 @@ class OnPolicyAlgorithm(L.LightningModule):
             from ..evaluation.match import format_match, play_matches
 
             self.final_evaluation = play_matches(
-                self.player(), h.opponent, games, seed, self.rules, h.n_players, device=self.device
+                self.player(), self.opponent(), games, seed, self.rules, h.n_players, device=self.device
             )
             print(format_match(self.final_evaluation))
         else:
