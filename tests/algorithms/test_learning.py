@@ -80,7 +80,14 @@ def test_two_player_win_objective_and_self_play_train_from_config_alone():
 def test_full_game_run_starts_from_single_turn_weights(tmp_path):
     L.seed_everything(0)
     single = Reinforce(task="single_turn", start_card="random", games_per_batch=16, total_games=32, **SMALL)
-    trainer = L.Trainer(logger=False, enable_progress_bar=False, num_sanity_val_steps=0, limit_val_batches=0)
+    trainer = L.Trainer(
+        default_root_dir=tmp_path,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
+    )
     trainer.fit(single)
     trainer.save_checkpoint(tmp_path / "single.ckpt")
     full = A2C(init_from=str(tmp_path / "single.ckpt"), games_per_batch=16, total_games=32, **SMALL)
