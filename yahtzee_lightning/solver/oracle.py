@@ -41,11 +41,13 @@ class TurnOracle:
     def _compute(self, key: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         V = None if self.table is None else self.table.values.to(key.device)
         dag = kept_dag(key.device)
-        m, u, f = key.unbind(-1)
-        box = box_values(m, u.unsqueeze(1), f.unsqueeze(1), V, self.rules, reduce=False)  # (13, 252, N)
+        # Games often share a turn-start state (all of them at the first turn): solve each once.
+        unique, inverse = torch.unique(key, dim=0, return_inverse=True)
+        m, u, f = unique.unbind(-1)
+        box = box_values(m, u.unsqueeze(1), f.unsqueeze(1), V, self.rules, reduce=False)  # (13, 252, S)
         k2 = reroll_values(box.amax(0), dag)
         k1 = reroll_values(best_keep(k2, dag), dag)
-        return box, k2, k1
+        return box[:, :, inverse], k2[:, inverse], k1[:, inverse]
 
     def _tables(self, key: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if self._key is None or self._key.shape != key.shape or self._key.device != key.device:
