@@ -47,3 +47,20 @@ def test_cli_table_json_and_report(tmp_path, capsys, default_table):
 def test_cli_two_player_matches(capsys, default_table):
     assert main(["evaluate", "--agent", "greedy", "--players", "2", "--opponent", "random", "--games", "200"]) == 0
     assert "win rate" in capsys.readouterr().out
+
+
+def test_cli_names_bad_arguments(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--agent", "genius", "--games", "10"])
+    assert "unknown agent 'genius'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--boxes", "13", "--games", "10"])
+    assert "Rules.boxes" in capsys.readouterr().err
+
+
+def test_optimal_agent_is_its_own_optimal_column(default_table):
+    res = to_json(evaluate(OptimalPlayer(table=default_table), games=200, seed=3))
+    agent = {k: v for k, v in res["summary"].items() if k != "regret"}
+    assert agent == {k: v for k, v in res["optimal"].items() if k != "exact_expected_score"}

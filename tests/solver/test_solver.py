@@ -93,3 +93,5 @@ def test_solve_cli_saves_then_loads(tmp_path, capsys):
     assert "loaded" in capsys.readouterr().out
     with pytest.raises(ValueError, match="built for rules"):
         main(["solve", "--boxes", "0", "11", "--out", str(out)])
+    with pytest.raises(ValueError, match="not joker-forced"):
+        main(["solve", "--rules-joker", "forced", "--boxes", "0", "12", "--out", str(out)])

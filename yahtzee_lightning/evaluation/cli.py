@@ -4,20 +4,29 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from ..game import Rules
 
 
 def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--joker", default="free", choices=["free", "forced", "off"], help="joker rule")
+    parser.add_argument(
+        "--joker", "--rules-joker", default="free", choices=["free", "forced", "off"], help="joker rule"
+    )
     parser.add_argument("--no-yahtzee-bonus", action="store_true", help="no +100 Yahtzee bonus (and no joker)")
     parser.add_argument("--boxes", type=int, nargs="+", default=None, help="boxes in play (default: all 13)")
 
 
-def rules_from_args(args: argparse.Namespace) -> Rules:
+def rules_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> Rules:
+    """The rule variant of the command line; with ``parser``, bad rules end as a usage error."""
     joker = "off" if args.no_yahtzee_bonus else args.joker
     boxes = tuple(args.boxes) if args.boxes else tuple(range(13))
-    return Rules(joker=joker, yahtzee_bonus=not args.no_yahtzee_bonus, boxes=boxes)
+    try:
+        return Rules(joker=joker, yahtzee_bonus=not args.no_yahtzee_bonus, boxes=boxes)
+    except ValueError as e:
+        if parser is None:
+            raise
+        parser.error(str(e))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,10 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.games < 1:
         parser.error(f"--games must be >= 1, got {args.games}")
-    rules = rules_from_args(args)
+    rules = rules_from_args(args, parser)
 
-    from ..players import make_player
+    from ..players import PLAYERS, make_player
 
+    for name in (args.agent, args.opponent):
+        if name not in PLAYERS and "/" not in name and not Path(name).exists():
+            parser.error(f"unknown agent {name!r}: not one of {sorted(PLAYERS)}, an agent folder, nor a hub id")
     player = make_player(args.agent, rules=rules, device=args.device)
     if args.players >= 2:
         from .match import format_match, play_matches

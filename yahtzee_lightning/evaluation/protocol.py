@@ -157,9 +157,12 @@ def evaluate(
     if with_optimal:
         from ..players import OptimalPlayer
 
-        optimal = optimal_factory() if optimal_factory else OptimalPlayer(rules, table=oracle.table, device=device)
-        raw = play_games(optimal, games, seed, rules, device, progress=progress)
+        same = optimal_factory is None and isinstance(player, OptimalPlayer) and player.oracle.table is oracle.table
+        if not same:  # the optimal player on the same seed would replay exactly the games above
+            optimal = optimal_factory() if optimal_factory else OptimalPlayer(rules, table=oracle.table, device=device)
+            raw = play_games(optimal, games, seed, rules, device, progress=progress)
         result["optimal"] = summarize(raw, rules)
+        result["optimal"].pop("regret", None)
         result["optimal"]["exact_expected_score"] = oracle.table.optimum
         result["scores"]["optimal"] = card_total(raw["card"], raw["bonuses"])
     return result

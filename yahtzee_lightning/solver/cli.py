@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="where to save the table (default: the cache)")
     parser.add_argument("--force", action="store_true", help="solve again even if the table is cached")
     args = parser.parse_args(argv)
-    rules = rules_from_args(args)
+    rules = rules_from_args(args, parser)
     path = Path(args.out) if args.out else table_path(rules)
     if path.exists() and not args.force:
         table = OptimalTable.load(path, rules=rules, device=args.device)
