@@ -54,7 +54,7 @@ def test_cli_names_bad_arguments(capsys):
 
     with pytest.raises(SystemExit):
         main(["evaluate", "--agent", "genius", "--games", "10"])
-    assert "unknown agent 'genius'" in capsys.readouterr().err
+    assert "unknown player 'genius'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["evaluate", "--boxes", "13", "--games", "10"])
     assert "Rules.boxes" in capsys.readouterr().err

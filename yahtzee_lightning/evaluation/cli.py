@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from ..game import Rules
 
@@ -46,16 +45,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--games must be >= 1, got {args.games}")
     rules = rules_from_args(args, parser)
 
-    from ..players import PLAYERS, make_player
+    from ..players import make_player
 
-    for name in (args.agent, args.opponent):
-        if name not in PLAYERS and "/" not in name and not Path(name).exists():
-            parser.error(f"unknown agent {name!r}: not one of {sorted(PLAYERS)}, an agent folder, nor a hub id")
-    player = make_player(args.agent, rules=rules, device=args.device)
+    try:  # an unknown name or a broken agent folder is a usage error, not a traceback
+        player = make_player(args.agent, rules=rules, device=args.device)
+        opponent = make_player(args.opponent, rules=rules, device=args.device) if args.players >= 2 else None
+    except ValueError as e:
+        parser.error(str(e))
     if args.players >= 2:
         from .match import format_match, play_matches
 
-        opponent = make_player(args.opponent, rules=rules, device=args.device)
         result = play_matches(player, opponent, args.games, args.seed, rules, args.players, device=args.device)
         print(json.dumps(result, indent=2) if args.json else format_match(result))
         return 0
