@@ -1,8 +1,11 @@
 """A small Hugging Face Hub-compatible HTTP server on 127.0.0.1 for tests without internet.
 
-It implements what the real ``huggingface_hub`` client uses to create a repo, upload a folder
-(preupload, LFS basic transfer, NDJSON commit) and download it again (repo info, resolve with
-ETag / commit headers, tree). Repos live in memory; every commit gets a new 40-hex id.
+It implements what the real ``huggingface_hub`` client (2.x, Xet disabled) uses to create a repo,
+upload a folder (preupload, LFS basic transfer, NDJSON commit) and download it again (repo info
+by revision, recursive tree, resolve with the ETag / commit headers the cache is built from).
+Repos live in memory. Every commit is a snapshot with its own 40-hex id, so a download can pin
+an older revision; ``main`` is the only branch. Routes are matched on the raw (still quoted)
+path because the client quotes revisions (``refs%2Fpr%2F1``).
 """
 
 from __future__ import annotations
@@ -15,27 +18,64 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlparse
 
+import yaml
+
+#: Files the server stores through LFS, like the Hub's default ``.gitattributes``.
+LFS_SUFFIXES = (".safetensors", ".bin", ".pt", ".ckpt")
+
+
+def git_blob_id(data: bytes) -> str:
+    """The git object id of a file, which the Hub sends as ETag and tree ``oid`` for regular files."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def validate_card_metadata(readme: str) -> list[str]:
+    """What the Hub would reject in a model card's YAML header (the parts of ``model-index`` we use)."""
+    if not readme.startswith("---\n"):
+        return []
+    try:
+        meta = yaml.safe_load(readme.split("---\n", 2)[1]) or {}
+    except yaml.YAMLError as e:
+        return [f"invalid YAML: {e}"]
+    errors = []
+    for model in meta.get("model-index", []):
+        for result in model.get("results", []):
+            if not result.get("task", {}).get("type"):
+                errors.append("model-index: a result without task.type")
+            if not {"name", "type"} <= set(result.get("dataset", {})):
+                errors.append("model-index: a result's dataset needs name and type")
+            if not result.get("metrics") or any(not {"type", "value"} <= set(m) for m in result["metrics"]):
+                errors.append("model-index: every metric needs type and value")
+    return errors
+
 
 class _Repo:
-    def __init__(self) -> None:
-        self.files: dict[str, bytes] = {}
-        self.lfs: set[str] = set()  # paths stored as LFS objects
-        self.commits: list[str] = [hashlib.sha1(b"initial").hexdigest()]
+    """Commits as snapshots: ``commits[sha]`` maps path -> (content, stored through LFS)."""
 
-    @property
-    def head(self) -> str:
-        return self.commits[-1]
+    def __init__(self, repo_id: str) -> None:
+        first = hashlib.sha1(f"init {repo_id}".encode()).hexdigest()
+        self.commits: dict[str, dict[str, tuple[bytes, bool]]] = {first: {}}
+        self.refs = {"main": first}
+
+    def resolve(self, revision: str) -> str | None:
+        return self.refs.get(revision) or (revision if revision in self.commits else None)
 
 
 class HubState:
+    """Everything the server holds, readable by tests (``requests`` logs ``METHOD path``)."""
+
     def __init__(self) -> None:
         self.repos: dict[str, _Repo] = {}
         self.blobs: dict[str, bytes] = {}  # LFS objects by sha256
         self.requests: list[str] = []
         self.lock = threading.Lock()
 
+    def files(self, repo_id: str, revision: str = "main") -> dict[str, bytes]:
+        repo = self.repos[repo_id]
+        return {p: data for p, (data, _) in repo.commits[repo.resolve(revision)].items()}
 
-def _handler(state: HubState, base_url: str):
+
+def _handler(state: HubState, base_url: str) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -56,84 +96,82 @@ def _handler(state: HubState, base_url: str):
         def _json(self, code: int, obj, headers: dict | None = None) -> None:
             self._send(code, json.dumps(obj).encode(), headers)
 
-        def _not_found(self, what: str, code: str = "RepoNotFound") -> None:
-            self._json(
-                404, {"error": f"{what} not found"}, {"X-Error-Code": code, "X-Error-Message": f"{what} not found"}
-            )
+        def _error(self, code: int, error_code: str, message: str) -> None:
+            """The headers ``huggingface_hub`` turns into RepositoryNotFoundError, RevisionNotFoundError..."""
+            self._json(code, {"error": message}, {"X-Error-Code": error_code, "X-Error-Message": message})
 
         def _body(self) -> bytes:
             n = int(self.headers.get("Content-Length", 0) or 0)
             return self.rfile.read(n) if n else b""
 
-        def _repo(self, repo_id: str) -> _Repo | None:
-            return state.repos.get(repo_id)
+        def _route(self, pattern: str) -> list[str] | None:
+            m = re.fullmatch(pattern, urlparse(self.path).path)
+            return [unquote(g) if g else "" for g in m.groups()] if m else None
+
+        def _snapshot(self, repo_id: str, revision: str) -> tuple[str, dict[str, tuple[bytes, bool]]] | None:
+            """The commit id and files of ``repo_id`` at ``revision``, or None after sending the 404."""
+            repo = state.repos.get(repo_id)
+            if repo is None:
+                self._error(404, "RepoNotFound", f"Repository {repo_id} not found")
+                return None
+            sha = repo.resolve(revision)
+            if sha is None:
+                self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
+                return None
+            return sha, repo.commits[sha]
 
         # ------------------------------------------------------------ routes
         def do_HEAD(self) -> None:
             self.do_GET()
 
         def do_GET(self) -> None:
-            path = unquote(urlparse(self.path).path)
-            state.requests.append(f"{self.command} {path}")
-            m = re.fullmatch(r"/api/models/(.+?)(?:/revision/([^/]+))?", path)
-            if m and "/tree/" not in path:
-                repo = self._repo(m.group(1))
-                if repo is None:
-                    return self._not_found(f"repo {m.group(1)}")
-                return self._json(
-                    200,
-                    {
-                        "id": m.group(1),
-                        "modelId": m.group(1),
-                        "sha": repo.head,
-                        "private": False,
-                        "siblings": [{"rfilename": p} for p in sorted(repo.files)],
-                    },
-                )
-            m = re.fullmatch(r"/api/models/(.+?)/tree/([^/]+)(/.*)?", path)
-            if m:
-                repo = self._repo(m.group(1))
-                if repo is None:
-                    return self._not_found(f"repo {m.group(1)}")
+            state.requests.append(f"{self.command} {urlparse(self.path).path}")
+            if r := self._route(r"/api/models/(.+?)/tree/([^/]+)(?:/(.*))?"):
+                if (snap := self._snapshot(r[0], r[1])) is None:
+                    return
                 entries = []
-                for p, data in sorted(repo.files.items()):
-                    e = {"type": "file", "path": p, "size": len(data), "oid": hashlib.sha1(data).hexdigest()}
-                    if p in repo.lfs:
+                for p, (data, lfs) in sorted(snap[1].items()):
+                    if not p.startswith(r[2]):
+                        continue
+                    e = {"type": "file", "path": p, "size": len(data), "oid": git_blob_id(data)}
+                    if lfs:
                         e["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 130}
                     entries.append(e)
                 return self._json(200, entries)
-            m = re.fullmatch(r"/(.+?)/resolve/([^/]+)/(.+)", path)
-            if m:
-                repo = self._repo(m.group(1))
-                if repo is None:
-                    return self._not_found(f"repo {m.group(1)}")
-                data = repo.files.get(m.group(3))
-                if data is None:
-                    return self._not_found(f"entry {m.group(3)}", "EntryNotFound")
-                headers = {"X-Repo-Commit": repo.head, "ETag": f'"{hashlib.sha1(data).hexdigest()}"'}
-                if m.group(3) in repo.lfs:
+            if r := self._route(r"/api/models/(.+?)(?:/revision/([^/]+))?"):
+                if (snap := self._snapshot(r[0], r[1] or "main")) is None:
+                    return
+                siblings = [{"rfilename": p} for p in sorted(snap[1])]
+                return self._json(
+                    200, {"id": r[0], "modelId": r[0], "sha": snap[0], "private": False, "siblings": siblings}
+                )
+            if r := self._route(r"/(.+?)/resolve/([^/]+)/(.+)"):
+                if (snap := self._snapshot(r[0], r[1])) is None:
+                    return
+                if r[2] not in snap[1]:
+                    return self._error(404, "EntryNotFound", f"{r[2]} does not exist at {r[1]}")
+                data, lfs = snap[1][r[2]]
+                headers = {"X-Repo-Commit": snap[0], "ETag": f'"{git_blob_id(data)}"'}
+                if lfs:
                     headers["X-Linked-Etag"] = f'"{hashlib.sha256(data).hexdigest()}"'
                     headers["X-Linked-Size"] = str(len(data))
                 return self._send(200, data, headers, ctype="application/octet-stream")
-            self._json(404, {"error": f"no route for GET {path}"})
+            self._json(404, {"error": f"no route for GET {self.path}"})
 
         def do_PUT(self) -> None:
-            path = urlparse(self.path).path
-            state.requests.append(f"PUT {path}")
-            m = re.fullmatch(r"/lfs-upload/([0-9a-f]{64})", path)
-            if not m:
-                return self._json(404, {"error": f"no route for PUT {path}"})
+            state.requests.append(f"PUT {urlparse(self.path).path}")
+            if not (r := self._route(r"/lfs-upload/([0-9a-f]{64})")):
+                return self._json(404, {"error": f"no route for PUT {self.path}"})
             data = self._body()
-            if hashlib.sha256(data).hexdigest() != m.group(1):
+            if hashlib.sha256(data).hexdigest() != r[0]:
                 return self._json(400, {"error": "sha256 mismatch"})
-            state.blobs[m.group(1)] = data
-            self._send(200, b"")
+            state.blobs[r[0]] = data
+            self._send(200)
 
         def do_POST(self) -> None:
-            path = unquote(urlparse(self.path).path)
-            state.requests.append(f"POST {path}")
+            state.requests.append(f"POST {urlparse(self.path).path}")
             body = self._body()
-            if path == "/api/repos/create":
+            if self._route(r"/api/repos/create") is not None:
                 req = json.loads(body)
                 repo_id = f"{req['organization']}/{req['name']}" if req.get("organization") else req["name"]
                 with state.lock:
@@ -141,77 +179,73 @@ def _handler(state: HubState, base_url: str):
                         return self._json(
                             409, {"error": "You already created this model repo", "url": f"{base_url}/{repo_id}"}
                         )
-                    state.repos[repo_id] = _Repo()
+                    state.repos[repo_id] = _Repo(repo_id)
                 return self._json(200, {"url": f"{base_url}/{repo_id}", "name": repo_id})
-            if path == "/api/validate-yaml":
-                return self._json(200, {"errors": [], "warnings": []})
-            m = re.fullmatch(r"/api/models/(.+?)/preupload/([^/]+)", path)
-            if m:
-                if self._repo(m.group(1)) is None:
-                    return self._not_found(f"repo {m.group(1)}")
-                files = json.loads(body)["files"]
-                return self._json(
-                    200,
+            if self._route(r"/api/validate-yaml") is not None:
+                errors = [{"message": m} for m in validate_card_metadata(json.loads(body)["content"])]
+                return self._json(400 if errors else 200, {"errors": errors, "warnings": []})
+            if r := self._route(r"/api/models/(.+?)/preupload/([^/]+)"):
+                if self._snapshot(r[0], r[1]) is None:
+                    return
+                files = [
                     {
-                        "files": [
-                            {
-                                "path": f["path"],
-                                "uploadMode": "lfs" if f["path"].endswith(".safetensors") else "regular",
-                                "shouldIgnore": False,
-                            }
-                            for f in files
-                        ]
-                    },
-                )
-            m = re.fullmatch(r"/(.+?)\.git/info/lfs/objects/batch", path)
-            if m:
-                req = json.loads(body)
+                        "path": f["path"],
+                        "uploadMode": "lfs" if f["path"].endswith(LFS_SUFFIXES) else "regular",
+                        "shouldIgnore": False,
+                    }
+                    for f in json.loads(body)["files"]
+                ]
+                return self._json(200, {"files": files})
+            if self._route(r"/(.+?)\.git/info/lfs/objects/batch"):
                 objects = []
-                for o in req["objects"]:
+                for o in json.loads(body)["objects"]:
                     entry = {"oid": o["oid"], "size": o["size"]}
                     if o["oid"] not in state.blobs:
                         entry["actions"] = {"upload": {"href": f"{base_url}/lfs-upload/{o['oid']}", "header": {}}}
                     objects.append(entry)
                 return self._json(200, {"transfer": "basic", "objects": objects, "hash_algo": "sha256"})
-            m = re.fullmatch(r"/api/models/(.+?)/commit/([^/]+)", path)
-            if m:
-                repo = self._repo(m.group(1))
-                if repo is None:
-                    return self._not_found(f"repo {m.group(1)}")
-                for line in body.decode().splitlines():
-                    if not line.strip():
-                        continue
+            if r := self._route(r"/api/models/(.+?)/commit/([^/]+)"):
+                return self._commit(r[0], r[1], body)
+            self._json(404, {"error": f"no route for POST {self.path}"})
+
+        def _commit(self, repo_id: str, branch: str, body: bytes) -> None:
+            """Apply an NDJSON commit (header, file, lfsFile, deletedFile lines) on top of ``branch``."""
+            if branch != "main":
+                return self._error(404, "RevisionNotFound", f"Invalid rev id: {branch} (only main here)")
+            with state.lock:
+                if (snap := self._snapshot(repo_id, branch)) is None:
+                    return
+                files = dict(snap[1])
+                for line in filter(str.strip, body.decode().splitlines()):
                     item = json.loads(line)
                     key, value = item["key"], item["value"]
                     if key == "file":
-                        repo.files[value["path"]] = base64.b64decode(value["content"])
-                        repo.lfs.discard(value["path"])
+                        files[value["path"]] = (base64.b64decode(value["content"]), False)
                     elif key == "lfsFile":
                         if value["oid"] not in state.blobs:
                             return self._json(400, {"error": f"LFS object {value['oid']} was never uploaded"})
-                        repo.files[value["path"]] = state.blobs[value["oid"]]
-                        repo.lfs.add(value["path"])
+                        files[value["path"]] = (state.blobs[value["oid"]], True)
                     elif key == "deletedFile":
-                        repo.files.pop(value["path"], None)
-                sha = hashlib.sha1(f"{repo.head}{len(repo.commits)}".encode()).hexdigest()
-                repo.commits.append(sha)
-                return self._json(
-                    200,
-                    {"commitUrl": f"{base_url}/{m.group(1)}/commit/{sha}", "commitOid": sha, "pullRequestUrl": None},
-                )
-            self._json(404, {"error": f"no route for POST {path}"})
+                        files.pop(value["path"], None)
+                repo = state.repos[repo_id]
+                sha = hashlib.sha1(f"{snap[0]} {len(repo.commits)}".encode()).hexdigest()
+                repo.commits[sha] = files
+                repo.refs["main"] = sha
+            url = f"{base_url}/{repo_id}/commit/{sha}"
+            self._json(200, {"commitUrl": url, "commitOid": sha, "pullRequestUrl": None})
 
     return Handler
 
 
 class HubServer:
-    """Start with ``with HubServer() as hub:``; ``hub.url`` is the endpoint for ``HF_ENDPOINT``."""
+    """``with HubServer() as hub:`` serves on a free 127.0.0.1 port; ``hub.url`` goes in ``HF_ENDPOINT``."""
 
     def __init__(self) -> None:
         self.state = HubState()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: None)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._server.RequestHandlerClass = _handler(self.state, self.url)
+        self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def __enter__(self) -> HubServer:
@@ -221,3 +255,4 @@ class HubServer:
     def __exit__(self, *exc) -> None:
         self._server.shutdown()
         self._server.server_close()
+        self._thread.join()

@@ -1,6 +1,5 @@
 """Agent artefacts: save/load, clear errors, export from a checkpoint, push/pull through a local hub."""
 
-import hashlib
 import json
 import os
 import pickle
@@ -11,86 +10,103 @@ from pathlib import Path
 import lightning as L
 import pytest
 import torch
-from safetensors.torch import save_file
+from huggingface_hub import ModelCard
+from safetensors.torch import load_file, save_file
 
 from yahtzee_lightning.algorithms import Reinforce
 from yahtzee_lightning.cli import main
 from yahtzee_lightning.evaluation import evaluate
-from yahtzee_lightning.hub import AgentFormatError, YahtzeeAgent
+from yahtzee_lightning.game import Rules
+from yahtzee_lightning.hub import AgentFormatError, AgentNotFoundError, YahtzeeAgent
 from yahtzee_lightning.nn import PolicyValueNet
-
-sys.path.insert(0, str(Path(__file__).parent))
-from hub_server import HubServer  # noqa: E402
+from yahtzee_lightning.players.base import Player
 
 TINY = {"d_h": 16, "n_layers": 1, "head_hidden": 16}
+# Five boxes in play: the optimal table behind the card's regret and optimal column solves in a blink.
+RULES = Rules(boxes=(0, 5, 8, 11, 12))
+ARTEFACT = {"config.json", "model.safetensors", "README.md"}
 
 
-def _agent(tmp_path: Path, games: int = 60) -> Path:
-    torch.manual_seed(0)
-    agent = YahtzeeAgent(PolicyValueNet(**TINY), {"name": "tiny", "algorithm": "PPO", "games": 0})
-    agent.evaluation = evaluate(agent.player(), games=games, seed=0)
-    return agent.save_pretrained(tmp_path / "tiny")
+def _agent(folder: Path, games: int = 60, seed: int = 0) -> Path:
+    """A tiny untrained agent saved to ``folder``, evaluated for its card unless ``games`` is 0."""
+    torch.manual_seed(seed)
+    agent = YahtzeeAgent(
+        PolicyValueNet(**TINY, rules=RULES.to_dict()), {"name": folder.name, "algorithm": "PPO", "games": 0}
+    )
+    if games:
+        agent.evaluation = evaluate(agent.player(), games=games, seed=0, rules=RULES)
+    return agent.save_pretrained(folder)
 
 
-def _digest(directory: Path) -> str:
-    agent = YahtzeeAgent.from_pretrained(directory)
-    h = hashlib.sha256()
-    for k, v in sorted(agent.net.state_dict().items()):
-        h.update(k.encode() + v.numpy().tobytes())
-    return h.hexdigest()
+def _assert_same_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
 
 
-def test_save_and_load_round_trip(tmp_path, default_table):
-    folder = _agent(tmp_path)
-    assert {p.name for p in folder.iterdir()} == {"config.json", "model.safetensors", "README.md"}
+def test_save_and_load_round_trip(tmp_path):
+    folder = _agent(tmp_path / "tiny")
+    assert {p.name for p in folder.iterdir()} == ARTEFACT
     loaded = YahtzeeAgent.from_pretrained(folder)
-    card = (folder / "README.md").read_text()
-    assert "model-index" in card and "reinforcement-learning" in card and "mean score" in card
-    assert "regret per keep" in card  # our evaluation table
-    original = YahtzeeAgent.load(folder)
-    for (k, a), (_, b) in zip(original.net.state_dict().items(), loaded.net.state_dict().items(), strict=True):
-        assert torch.equal(a, b), k
+    _assert_same_weights(loaded.net.state_dict(), load_file(folder / "model.safetensors"))
+    assert isinstance(loaded.player(), Player) and loaded.evaluation["summary"]["games"] == 60
+
+    card = ModelCard.load(folder / "README.md")
+    results = card.data.eval_results
+    assert {r.task_type for r in results} == {"reinforcement-learning"}
+    assert results[0].metric_type == "mean_reward" and " +/- " in results[0].metric_value
+    assert {r.metric_type for r in results} >= {"median_score", "upper_bonus_rate", "yahtzee_rate", "regret_per_game"}
+    assert "regret per keep" in card.text and "* Algorithm: PPO" in card.text  # our table, the training facts
+    # A loaded agent (summary only, no score tensors) regenerates the same card.
+    loaded.save_pretrained(tmp_path / "again")
+    assert (tmp_path / "again" / "README.md").read_text() == (folder / "README.md").read_text()
 
 
-def test_bad_artefacts_say_what_is_wrong(tmp_path, default_table):
-    folder = _agent(tmp_path)
+def test_bad_artefacts_say_what_is_wrong(tmp_path):
+    folder = _agent(tmp_path / "tiny", games=0)
     config = json.loads((folder / "config.json").read_text())
+    weights = load_file(folder / "model.safetensors")
 
-    def broken(name: str) -> Path:
+    def broken(name: str, file: str, content: bytes | str | dict | None) -> Path:
         d = tmp_path / name
         d.mkdir()
         for f in folder.iterdir():
             (d / f.name).write_bytes(f.read_bytes())
+        if content is None:
+            (d / file).unlink()
+        elif isinstance(content, dict):
+            save_file(content, str(d / file))
+        else:
+            (d / file).write_bytes(content.encode() if isinstance(content, str) else content)
         return d
 
-    d = broken("no_config")
-    (d / "config.json").unlink()
-    with pytest.raises(AgentFormatError, match="missing config.json"):
-        YahtzeeAgent.from_pretrained(d)
-    d = broken("old_format")
-    (d / "config.json").write_text(json.dumps({**config, "format_version": 0}))
-    with pytest.raises(AgentFormatError, match="format version 0"):
-        YahtzeeAgent.from_pretrained(d)
-    d = broken("other_net")
-    (d / "config.json").write_text(json.dumps({**config, "network": {**config["network"], "d_h": 32}}))
-    with pytest.raises(AgentFormatError, match="weights do not match the config"):
-        YahtzeeAgent.from_pretrained(d)
-    d = broken("bad_key")
-    (d / "config.json").write_text(json.dumps({**config, "network": {**config["network"], "width": 32}}))
-    with pytest.raises(AgentFormatError, match="network config"):
-        YahtzeeAgent.from_pretrained(d)
-    d = broken("corrupt")
-    (d / "model.safetensors").write_bytes(b"\x00" * 64)
-    with pytest.raises(AgentFormatError, match="corrupt"):
-        YahtzeeAgent.from_pretrained(d)
-    d = broken("not_json")
-    (d / "config.json").write_text("{not json")
-    with pytest.raises(AgentFormatError, match="not valid JSON"):
-        YahtzeeAgent.from_pretrained(d)
-    d = broken("missing_tensor")
-    save_file({"trunk.0.weight": torch.zeros(16, 67)}, str(d / "model.safetensors"))
-    with pytest.raises(AgentFormatError, match="missing"):
-        YahtzeeAgent.from_pretrained(d)
+    cases = [
+        ("missing config.json", "config.json", None),
+        ("missing model.safetensors", "model.safetensors", None),
+        ("not valid JSON", "config.json", "{not json"),
+        ("not an agent config", "config.json", "[1, 2]"),
+        ("format version 0", "config.json", json.dumps({**config, "format_version": 0})),
+        ("format version None", "config.json", json.dumps({k: v for k, v in config.items() if k != "format_version"})),
+        ("network config", "config.json", json.dumps({**config, "network": {**config["network"], "width": 32}})),
+        (
+            r"weights do not match the config \(wrong shape",
+            "config.json",
+            json.dumps({**config, "network": {**config["network"], "d_h": 32}}),
+        ),
+        ("corrupt", "model.safetensors", b"\x00" * 64),
+        ("corrupt", "model.safetensors", (folder / "model.safetensors").read_bytes()[:-100]),
+        (r"missing \['", "model.safetensors", {k: v for i, (k, v) in enumerate(weights.items()) if i}),
+        (r"unexpected \['extra'\]", "model.safetensors", {**weights, "extra": torch.zeros(1)}),
+        (r"wrong shape or dtype.*float64", "model.safetensors", {k: v.double() for k, v in weights.items()}),
+    ]
+    for i, (message, file, content) in enumerate(cases):
+        with pytest.raises(AgentFormatError, match=message):
+            YahtzeeAgent.from_pretrained(broken(f"case{i}", file, content))
+    # Neither a folder nor a hub id; a hub id that is not cached while offline. No network is touched.
+    with pytest.raises(AgentNotFoundError, match="not a hub repo id"):
+        YahtzeeAgent.from_pretrained(tmp_path / "no" / "such" / "agent")
+    with pytest.raises(AgentNotFoundError, match="not cached"):
+        YahtzeeAgent.from_pretrained("alice/absent", local_files_only=True, cache_dir=tmp_path / "cache")
 
 
 class _Payload:
@@ -98,73 +114,102 @@ class _Payload:
         return (Path.touch, (Path(os.environ["PAYLOAD_MARK"]),))
 
 
-def test_export_never_unpickles(tmp_path, monkeypatch):
+def test_export_never_unpickles(tmp_path, monkeypatch, capsys):
     mark = tmp_path / "executed"
     monkeypatch.setenv("PAYLOAD_MARK", str(mark))
     ckpt = tmp_path / "evil.ckpt"
     ckpt.write_bytes(pickle.dumps({"state_dict": _Payload()}))
-    with pytest.raises(pickle.UnpicklingError):
+    with pytest.raises(SystemExit):
         main(["export", str(ckpt), str(tmp_path / "out"), "--games", "0"])
-    assert not mark.exists()
+    assert "only full unpickling could load; refusing" in capsys.readouterr().err
+    assert not mark.exists() and not (tmp_path / "out").exists()
 
 
-def test_export_a_training_checkpoint_and_evaluate_it(tmp_path, capsys, default_table):
-    model = Reinforce(total_games=40, games_per_batch=20, evaluations=1, eval_games=10, final_eval_games=0, **TINY)
+def test_export_a_training_checkpoint_and_evaluate_it(tmp_path, capsys):
+    model = Reinforce(
+        total_games=40,
+        games_per_batch=20,
+        evaluations=1,
+        eval_games=10,
+        final_eval_games=0,
+        boxes=list(RULES.boxes),
+        **TINY,
+    )
     trainer = L.Trainer(default_root_dir=tmp_path, logger=False, enable_progress_bar=False, num_sanity_val_steps=0)
     trainer.fit(model)
     ckpt = tmp_path / "run.ckpt"
     trainer.save_checkpoint(ckpt)
-    assert main(["export", str(ckpt), str(tmp_path / "agent"), "--games", "50", "--wall-clock", "1 s"]) == 0
-    config = json.loads((tmp_path / "agent" / "config.json").read_text())
+    yaml = tmp_path / "run.yaml"
+    yaml.write_text("model: {}\n")
+    out = tmp_path / "agent"
+    argv = ["export", str(ckpt), str(out), "--games", "50", "--wall-clock", "1 s", "--config", str(yaml)]
+    assert main(argv) == 0
+    assert {p.name for p in out.iterdir()} == ARTEFACT | {"run.yaml"}
+    config = json.loads((out / "config.json").read_text())
     assert config["training"]["algorithm"] == "Reinforce" and config["training"]["games"] == 40
-    assert config["training"]["wall_clock"] == "1 s" and config["evaluation"]["summary"]["games"] == 50
-    agent = YahtzeeAgent.from_pretrained(tmp_path / "agent")
-    for k, v in agent.net.state_dict().items():
-        assert torch.equal(v, model.net.state_dict()[k])
+    assert config["evaluation"]["summary"]["games"] == 50
+    card = (out / "README.md").read_text()
+    assert "* Training games: 40" in card and "* Wall clock: 1 s" in card and "run.yaml" in card
+    agent = YahtzeeAgent.from_pretrained(out)
+    _assert_same_weights(agent.net.state_dict(), model.net.state_dict())
     capsys.readouterr()
-    assert main(["evaluate", "--agent", str(tmp_path / "agent"), "--games", "50", "--no-optimal"]) == 0
+    boxes = [str(b) for b in RULES.boxes]
+    assert main(["evaluate", "--agent", str(out), "--games", "50", "--no-optimal", "--boxes", *boxes]) == 0
     assert "mean score" in capsys.readouterr().out
 
 
-def _run(code: str, env: dict) -> str:
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr[-2000:]
+# Runs in a fresh process (huggingface_hub reads HF_ENDPOINT/HF_HOME/HF_HUB_OFFLINE at import):
+# loads the agent at main and at the first commit, saves their weights and pulls both folders.
+_PULL = """
+import sys
+from pathlib import Path
+from safetensors.torch import save_file
+from yahtzee_lightning.hub import AgentNotFoundError, YahtzeeAgent
+from yahtzee_lightning.hub.cli import pull_main
+
+out, first = Path(sys.argv[1]), sys.argv[2]
+for label, revision in (("main", None), ("first", first)):
+    agent = YahtzeeAgent.from_pretrained("alice/tiny", revision=revision)
+    save_file(agent.net.state_dict(), str(out / f"{label}.safetensors"))
+    pull_main(["alice/tiny", str(out / label)] + (["--revision", revision] if revision else []))
+for repo, revision in (("alice/absent", None), ("alice/tiny", "f" * 40)):
+    try:
+        YahtzeeAgent.from_pretrained(repo, revision=revision)
+    except AgentNotFoundError as e:
+        print("not found:", e)
+"""
+
+
+def _python(args: list[str], env: dict, cwd: Path) -> str:
+    out = subprocess.run([sys.executable, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout
 
 
-def test_push_then_pull_in_fresh_processes_and_offline(tmp_path, default_table):
-    folder = _agent(tmp_path)
-    with HubServer() as hub:
-        env = dict(
-            os.environ,
-            HF_ENDPOINT=hub.url,
-            HF_HOME=str(tmp_path / "hf_push"),
-            HF_HUB_DISABLE_XET="1",
-            HF_HUB_DISABLE_TELEMETRY="1",
-            HF_TOKEN="hf_test_token",
-        )
-        push = subprocess.run(
-            [sys.executable, "-m", "yahtzee_lightning.cli", "push", str(folder), "--repo-id", "alice/tiny"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert push.returncode == 0, push.stderr[-2000:]
-        assert any("lfs" in r for r in hub.state.requests)  # the weights went through LFS
-        pull = (
-            "import hashlib, sys; from yahtzee_lightning.hub import YahtzeeAgent\n"
-            "a = YahtzeeAgent.from_pretrained('alice/tiny')\n"
-            "h = hashlib.sha256()\n"
-            "for k, v in sorted(a.net.state_dict().items()): h.update(k.encode() + v.numpy().tobytes())\n"
-            "from huggingface_hub import hf_hub_download\n"
-            "card = open(hf_hub_download('alice/tiny', 'README.md')).read()\n"
-            "print(h.hexdigest()); print(hashlib.sha256(card.encode()).hexdigest())\n"
-        )
-        env["HF_HOME"] = str(tmp_path / "hf_pull")  # an empty cache: a real download
-        online = _run(pull, env).split()
-    expected_card = hashlib.sha256((folder / "README.md").read_text().encode()).hexdigest()
-    assert online == [_digest(folder), expected_card]
-    # The server is gone: from the cache alone.
-    offline = _run(pull, dict(env, HF_HUB_OFFLINE="1")).split()
-    assert offline == online
+def test_push_then_pull_in_fresh_processes_and_offline(tmp_path, hub, hub_env):
+    v1, v2 = _agent(tmp_path / "tiny"), _agent(tmp_path / "tiny-v2", games=0, seed=1)
+    (v1 / "notes.txt").write_text("not part of the agent")  # stays behind
+    push = "from yahtzee_lightning.cli import main; import sys; [main(a.split()) for a in sys.argv[1:]]"
+    _python(["-c", push, f"push {v1} --repo-id alice/tiny", f"push {v2} --repo-id alice/tiny"], hub_env, tmp_path)
+    assert any(r.endswith("/info/lfs/objects/batch") for r in hub.state.requests)  # weights went through LFS
+    first = list(hub.state.repos["alice/tiny"].commits)[1]
+    assert hub.state.files("alice/tiny", first) == {f: (v1 / f).read_bytes() for f in ARTEFACT}
+    assert hub.state.files("alice/tiny") == {f: (v2 / f).read_bytes() for f in ARTEFACT}
+
+    def pull(env: dict, name: str) -> str:
+        out = tmp_path / name
+        out.mkdir()
+        stdout = _python(["-c", _PULL, str(out), first], env, tmp_path)
+        for label, source in (("main", v2), ("first", v1)):
+            _assert_same_weights(load_file(out / f"{label}.safetensors"), load_file(source / "model.safetensors"))
+            assert {p.name: p.read_bytes() for p in (out / label).iterdir()} == {
+                f: (source / f).read_bytes() for f in ARTEFACT
+            }
+        return stdout
+
+    online = pull(dict(hub_env, HF_HOME=str(tmp_path / "hf_pull")), "online")  # an empty cache: real downloads
+    assert "not found: alice/absent" in online and f"no revision '{'f' * 40}'" in online
+    served = len(hub.state.requests)
+    offline = pull(dict(hub_env, HF_HOME=str(tmp_path / "hf_pull"), HF_HUB_OFFLINE="1"), "offline")
+    assert len(hub.state.requests) == served  # from the cache alone
+    assert "not found: alice/absent" in offline

@@ -3,7 +3,9 @@
 The artefact is the policy/value network alone (not the Lightning checkpoint). Loading reads
 JSON and safetensors only, never a pickle, and checks the format version and that the weights
 match the config before anything is built. Hub transfers go through ``huggingface_hub``
-(``snapshot_download``, ``create_repo``, ``upload_folder``).
+(``snapshot_download``, ``create_repo``, ``upload_folder``). The method names and arguments
+follow ``PyTorchModelHubMixin``; the mixin itself is not used because it loads weights
+non-strictly and treats a missing ``config.json`` as a warning, where we want an error.
 """
 
 from __future__ import annotations
@@ -23,17 +25,28 @@ FORMAT_VERSION = 1
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 CARD_NAME = "README.md"
+#: What belongs to an agent folder: pushed, downloaded and copied; anything else stays behind.
+ARTEFACT_PATTERNS = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME, "*.yaml"]
 
 
-class AgentFormatError(ValueError):
+class AgentError(ValueError):
+    """An agent that cannot be loaded; a ``ValueError`` so that CLIs report it as a usage error."""
+
+
+class AgentFormatError(AgentError):
     """A folder or hub repo that is not a loadable agent; the message says which part is wrong."""
+
+
+class AgentNotFoundError(AgentError):
+    """Neither a local folder nor a hub repo (or revision) that can be reached or is cached."""
 
 
 class YahtzeeAgent:
     """The network plus what is needed to rebuild and describe it.
 
     ``training`` and ``evaluation`` are free-form JSON (algorithm, games, wall clock, hardware;
-    the evaluation summary) that end up in ``config.json`` and in the model card.
+    the evaluation result of ``yahtzee_lightning.evaluation.evaluate``) that end up in
+    ``config.json`` and in the model card.
     """
 
     def __init__(self, net: PolicyValueNet, training: dict | None = None, evaluation: dict | None = None) -> None:
@@ -43,6 +56,7 @@ class YahtzeeAgent:
 
     @property
     def config(self) -> dict[str, Any]:
+        """The content of ``config.json``; ``network`` alone rebuilds the net (``PolicyValueNet(**network)``)."""
         return {
             "format_version": FORMAT_VERSION,
             "package": "yahtzee_lightning",
@@ -54,6 +68,7 @@ class YahtzeeAgent:
         }
 
     def player(self, device: torch.device | str = "cpu", greedy: bool = True):
+        """The agent as a ``Player`` for evaluation and play (``AgentPlayer`` over the network)."""
         from ..players.agent import AgentPlayer
 
         self.net.to(device).eval()
@@ -61,6 +76,7 @@ class YahtzeeAgent:
 
     # ------------------------------------------------------------ save / load
     def save_pretrained(self, directory: str | Path, card: str | None = None) -> Path:
+        """Write the three artefact files (``card`` replaces the generated model card)."""
         from .card import model_card
 
         directory = Path(directory)
@@ -78,33 +94,25 @@ class YahtzeeAgent:
         revision: str | None = None,
         cache_dir: str | Path | None = None,
         local_files_only: bool = False,
+        token: str | None = None,
     ) -> YahtzeeAgent:
-        """Load from a local folder, or download a hub repo (``user/name``) through the HF cache."""
-        path = Path(id_or_path)
-        if not path.is_dir():
-            from huggingface_hub import snapshot_download
-
-            path = Path(
-                snapshot_download(
-                    str(id_or_path),
-                    revision=revision,
-                    cache_dir=cache_dir,
-                    local_files_only=local_files_only,
-                    allow_patterns=[CONFIG_NAME, WEIGHTS_NAME, CARD_NAME],
-                )
-            )
-        return cls.load(path)
+        """Load from a local folder, or from a hub repo (``user/name``, optional revision) through the HF cache."""
+        return cls.load(resolve_folder(id_or_path, revision, cache_dir, local_files_only, token))
 
     @classmethod
-    def load(cls, directory: Path) -> YahtzeeAgent:
+    def load(cls, directory: str | Path) -> YahtzeeAgent:
+        """Load a local agent folder, checking every part before building anything."""
+        directory = Path(directory)
         config_path, weights_path = directory / CONFIG_NAME, directory / WEIGHTS_NAME
         for p in (config_path, weights_path):
-            if not p.exists():
+            if not p.is_file():
                 raise AgentFormatError(f"{directory}: missing {p.name}")
         try:
             config = json.loads(config_path.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise AgentFormatError(f"{config_path}: not valid JSON ({e})") from e
+        if not isinstance(config, dict):
+            raise AgentFormatError(f"{config_path}: not an agent config (a JSON object is expected)")
         version = config.get("format_version")
         if version != FORMAT_VERSION:
             raise AgentFormatError(
@@ -113,18 +121,28 @@ class YahtzeeAgent:
         try:
             net = PolicyValueNet(**config["network"])
         except (KeyError, TypeError, ValueError) as e:
-            raise AgentFormatError(f"{config_path}: network config does not build a PolicyValueNet ({e})") from e
+            raise AgentFormatError(f"{config_path}: network config does not build a PolicyValueNet ({e!r})") from e
         try:
             state = load_file(str(weights_path))
         except (SafetensorError, OSError) as e:
             raise AgentFormatError(f"{weights_path}: corrupt safetensors file ({e})") from e
-        _check_weights(net, state, weights_path)
+        check_weights(net, state, weights_path)
         net.load_state_dict(state)
         net.eval()
         return cls(net, config.get("training"), config.get("evaluation"))
 
-    def push_to_hub(self, repo_id: str, private: bool = False, token: str | None = None, directory: Path | None = None):
-        """Create the repo if needed and upload the saved folder (saving it first to a temporary one)."""
+    def push_to_hub(
+        self,
+        repo_id: str,
+        private: bool = False,
+        token: str | None = None,
+        directory: str | Path | None = None,
+        commit_message: str = "Upload Yahtzee agent",
+    ):
+        """Create the repo if needed and upload the agent folder (``directory``, or a freshly saved one).
+
+        Only the artefact files and YAML configs are uploaded. Returns ``huggingface_hub``'s ``CommitInfo``.
+        """
         import tempfile
 
         from huggingface_hub import HfApi
@@ -132,27 +150,78 @@ class YahtzeeAgent:
         api = HfApi(token=token)
         api.create_repo(repo_id, private=private, exist_ok=True)
         with tempfile.TemporaryDirectory() as tmp:
-            folder = directory if directory is not None else self.save_pretrained(tmp)
-            return api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message="Upload Yahtzee agent")
+            folder = Path(directory) if directory is not None else self.save_pretrained(tmp)
+            return api.upload_folder(
+                repo_id=repo_id, folder_path=folder, commit_message=commit_message, allow_patterns=ARTEFACT_PATTERNS
+            )
 
 
-def _check_weights(net: PolicyValueNet, state: dict[str, torch.Tensor], path: Path) -> None:
+def resolve_folder(
+    id_or_path: str | Path,
+    revision: str | None = None,
+    cache_dir: str | Path | None = None,
+    local_files_only: bool = False,
+    token: str | None = None,
+) -> Path:
+    """A local agent folder as is; a hub id downloaded (or found in the cache when offline).
+
+    Hub failures that mean "no such agent" become ``AgentNotFoundError``; other network errors
+    (a server error, a refused token) pass through unchanged.
+    """
+    path = Path(id_or_path)
+    if path.is_dir():
+        return path
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import (
+        HFValidationError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    try:
+        folder = snapshot_download(
+            str(id_or_path),
+            revision=revision,
+            cache_dir=cache_dir,
+            local_files_only=local_files_only,
+            token=token,
+            allow_patterns=ARTEFACT_PATTERNS,
+        )
+    except HFValidationError as e:
+        raise AgentNotFoundError(f"{id_or_path}: no such agent folder, and not a hub repo id ({e})") from e
+    except RevisionNotFoundError as e:
+        raise AgentNotFoundError(f"{id_or_path}: the hub repo has no revision {revision!r}") from e
+    except RepositoryNotFoundError as e:
+        raise AgentNotFoundError(f"{id_or_path}: no such agent folder, nor a hub repo you can read") from e
+    except LocalEntryNotFoundError as e:
+        raise AgentNotFoundError(
+            f"{id_or_path}: no such agent folder; the hub is unreachable or offline and the repo is not cached"
+        ) from e
+    return Path(folder)
+
+
+def check_weights(net: torch.nn.Module, state: dict[str, torch.Tensor], path: str | Path) -> None:
+    """Raise ``AgentFormatError`` naming the missing, unexpected and mis-shaped (or mis-typed) tensors."""
     expected = net.state_dict()
     missing = sorted(set(expected) - set(state))
     extra = sorted(set(state) - set(expected))
-    shapes = [
-        f"{k}: {tuple(state[k].shape)} != {tuple(v.shape)}"
+    wrong = [
+        f"{k}: {str(state[k].dtype)[6:]}{list(state[k].shape)} != {str(v.dtype)[6:]}{list(v.shape)}"
         for k, v in expected.items()
-        if k in state and state[k].shape != v.shape
+        if k in state and (state[k].shape != v.shape or state[k].dtype != v.dtype)
     ]
-    if missing or extra or shapes:
-        raise AgentFormatError(
-            f"{path}: weights do not match the config (missing {missing[:5]}, unexpected {extra[:5]}, "
-            f"mis-shaped {shapes[:5]})"
-        )
+    if missing or extra or wrong:
+        parts = [
+            f"{label} {names[:5]}"
+            for label, names in (("missing", missing), ("unexpected", extra), ("wrong shape or dtype", wrong))
+            if names
+        ]
+        raise AgentFormatError(f"{path}: weights do not match the config ({'; '.join(parts)})")
 
 
 def _summary_only(evaluation: dict | None) -> dict | None:
+    """The evaluation without the raw score tensors (JSON-able, and small)."""
     if evaluation is None:
         return None
     return {k: v for k, v in evaluation.items() if k != "scores"}

@@ -1,39 +1,87 @@
-"""The model card: Hub metadata (model-index with the mean score) and our evaluation table."""
+"""The model card: Hub metadata (``model-index``) and our evaluation table against the optimum.
+
+The metadata follows what RL models on the Hub use (task ``reinforcement-learning``, metric
+``mean_reward`` with value ``"mean +/- sd"``), so the Hub shows the mean score on the model page;
+the median, bonus and Yahtzee rates and the regret come next as numeric metrics of the same
+result, and the full table (side by side with the optimal player) goes in the body.
+"""
 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-from ..evaluation.report import format_markdown
+if TYPE_CHECKING:
+    from .agent import YahtzeeAgent
 
 
-def model_card(agent) -> ModelCard:
+def eval_results(name_of_rules: str, summary: dict) -> list[EvalResult]:
+    """One model-index result: mean score +/- SD first, then the headline statistics."""
+    metrics = [
+        ("mean_reward", "mean score", f"{summary['score']['mean']:.2f} +/- {summary['score']['sd']:.2f}"),
+        ("median_score", "median score", summary["median"]),
+        ("upper_bonus_rate", "upper bonus rate", summary["upper_bonus_rate"]),
+        ("yahtzee_rate", "Yahtzee rate (box = 50)", summary["yahtzee_rate"]),
+    ]
+    if "regret" in summary:
+        metrics.append(("regret_per_game", "regret per game against the optimum", summary["regret"]["per_game_mean"]))
+    return [
+        EvalResult(
+            task_type="reinforcement-learning",
+            task_name="reinforcement-learning",
+            dataset_type="yahtzee",
+            dataset_name=name_of_rules,
+            metric_type=metric_type,
+            metric_name=metric_name,
+            metric_value=value,
+        )
+        for metric_type, metric_name, value in metrics
+    ]
+
+
+def _training_lines(training: dict) -> list[str]:
+    """How the agent was trained, in words, before the raw JSON."""
+    facts = [
+        ("algorithm", "Algorithm"),
+        ("games", "Training games"),
+        ("wall_clock", "Wall clock"),
+        ("hardware", "Hardware"),
+        ("devices", "Devices"),
+        ("config_file", "Training config (next to the weights)"),
+    ]
+    lines = []
+    for key, label in facts:
+        value = training.get(key)
+        if value is not None:
+            lines.append(f"* {label}: {value:,}" if type(value) is int else f"* {label}: {value}")
+    return [*lines, ""] if lines else []
+
+
+def model_card(agent: YahtzeeAgent) -> ModelCard:
+    """The card for ``agent``: metadata from its evaluation, body from its training info and config."""
+    from ..evaluation.report import format_markdown
+
     training = agent.training or {}
     name = training.get("name", "yahtzee-agent")
     evaluation = agent.evaluation
-    eval_results = None
-    if evaluation is not None:
-        s = evaluation["summary"]
-        dataset = f"Yahtzee solitaire ({evaluation['rules']['joker']} joker)"
-        eval_results = [
-            EvalResult(
-                task_type="reinforcement-learning",
-                task_name="reinforcement-learning",
-                dataset_type="yahtzee",
-                dataset_name=dataset,
-                metric_type="mean_reward",
-                metric_name="mean score",
-                metric_value=f"{s['score']['mean']:.2f} +/- {s['score']['sd']:.2f}",
-            )
-        ]
+    rules = agent.net.config["rules"]
+    results = eval_results(f"Yahtzee solitaire ({rules['joker']} joker)", evaluation["summary"]) if evaluation else None
     data = ModelCardData(
         library_name="yahtzee_lightning",
-        tags=["reinforcement-learning", "yahtzee", "torchrl", "lightning", training.get("algorithm", "rl").lower()],
+        tags=[
+            "reinforcement-learning",
+            "deep-reinforcement-learning",
+            "yahtzee",
+            "torchrl",
+            "lightning",
+            str(training.get("algorithm", "rl")).lower(),
+        ],
         model_name=name,
-        eval_results=eval_results,
+        eval_results=results,
     )
+    where = training.get("repo_id", "<repo id or folder>")
     lines = [
         f"# {name}",
         "",
@@ -41,13 +89,15 @@ def model_card(agent) -> ModelCard:
         "",
         "```python",
         "from yahtzee_lightning.hub import YahtzeeAgent",
-        f'agent = YahtzeeAgent.from_pretrained("{training.get("repo_id", "<repo id or folder>")}")',
+        f'agent = YahtzeeAgent.from_pretrained("{where}")',
+        "player = agent.player()  # a yahtzee_lightning Player",
         "```",
         "",
-        "or `yahtzee-lightning evaluate --agent <repo id or folder> --games 10000`.",
+        f"or `yahtzee-lightning evaluate --agent {where} --games 10000`.",
         "",
         "## Training",
         "",
+        *_training_lines(training),
         "```json",
         json.dumps(training, indent=2),
         "```",

@@ -1,66 +1,97 @@
-"""``yahtzee-lightning export`` and ``push``: from a training checkpoint to a shared agent."""
+"""``yahtzee-lightning export``, ``push`` and ``pull``: from a training checkpoint to a shared agent and back."""
 
 from __future__ import annotations
 
 import argparse
+import pickle
 import platform
+import shutil
 from pathlib import Path
 
 import torch
 
-from ..nn import PolicyValueNet
-from .agent import AgentFormatError, YahtzeeAgent
+from .agent import ARTEFACT_PATTERNS, AgentError, AgentFormatError, YahtzeeAgent, check_weights, resolve_folder
+
+#: Where the network lives in a Lightning checkpoint of our algorithms: ``self.net`` of the module.
+NET_PREFIX = "net."
 
 
 def agent_from_checkpoint(path: str | Path) -> YahtzeeAgent:
-    """The network of a Lightning checkpoint (loaded with ``weights_only=True``: no unpickling)."""
+    """The network of a Lightning checkpoint (loaded with ``weights_only=True``: no unpickling).
+
+    A small adapter over the checkpoint layout: the module's ``hyper_parameters`` give the network's
+    constructor arguments, ``state_dict`` entries under ``net.`` its weights, and the
+    ``yahtzee_lightning`` entry (written by ``on_save_checkpoint``) the training facts for the card.
+    """
     from ..algorithms.base import OnPolicyAlgorithm
+    from ..nn import PolicyValueNet
 
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
     ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    if "hyper_parameters" not in ckpt or "state_dict" not in ckpt:
+    if not isinstance(ckpt, dict) or "hyper_parameters" not in ckpt or "state_dict" not in ckpt:
         raise AgentFormatError(f"{path}: not a Lightning checkpoint of a yahtzee_lightning algorithm")
-    net = PolicyValueNet(**OnPolicyAlgorithm.network_kwargs(ckpt["hyper_parameters"]))
-    state = {k.removeprefix("net."): v for k, v in ckpt["state_dict"].items() if k.startswith("net.")}
-    missing, unexpected = net.load_state_dict(state, strict=False)
-    if missing or unexpected:
-        raise AgentFormatError(f"{path}: network weights do not match (missing {missing}, unexpected {unexpected})")
-    info = dict(ckpt.get("yahtzee_lightning", {}))
-    info.setdefault(
-        "games", int(ckpt["state_dict"].get("updates_done", 0)) * ckpt["hyper_parameters"]["games_per_batch"]
-    )
-    info["hyperparameters"] = {k: v for k, v in ckpt["hyper_parameters"].items() if not k.startswith("_")}
+    hparams, info = ckpt["hyper_parameters"], dict(ckpt.get("yahtzee_lightning", {}))
+    algorithm = info.get("algorithm", "this algorithm")
+    try:
+        net = PolicyValueNet(**OnPolicyAlgorithm.network_kwargs(hparams))
+    except (TypeError, ValueError) as e:
+        raise AgentFormatError(f"{path}: {algorithm}'s hyperparameters do not build a PolicyValueNet ({e})") from e
+    state = {k.removeprefix(NET_PREFIX): v for k, v in ckpt["state_dict"].items() if k.startswith(NET_PREFIX)}
+    try:
+        check_weights(net, state, path)
+    except AgentFormatError as e:
+        raise AgentFormatError(f"{e} -- is {algorithm}'s network a PolicyValueNet?") from None
+    net.load_state_dict(state)
+    info.setdefault("games", int(ckpt["state_dict"].get("updates_done", 0)) * hparams["games_per_batch"])
+    info["hyperparameters"] = {k: v for k, v in hparams.items() if not k.startswith("_")}
     return YahtzeeAgent(net.eval(), training=info)
 
 
 def export_main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="yahtzee-lightning export", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="yahtzee-lightning export", description="turn a Lightning checkpoint into a shareable agent folder"
+    )
     parser.add_argument("checkpoint", help="a Lightning .ckpt written by fit")
     parser.add_argument("directory", help="the agent folder to write")
     parser.add_argument("--games", type=int, default=10_000, help="evaluation games for the card (0: none)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--name", default=None, help="the agent's name on its card")
+    parser.add_argument("--name", default=None, help="the agent's name on its card (default: the folder's name)")
     parser.add_argument("--repo-id", default=None, help="the hub id the card's example should load")
     parser.add_argument("--algorithm", default=None, help="override the algorithm name on the card")
     parser.add_argument("--wall-clock", default=None, help="training wall clock, for the card (e.g. '25 min')")
+    parser.add_argument("--hardware", default=None, help="training hardware, for the card (default: this machine)")
     parser.add_argument("--config", default=None, help="the training YAML, copied next to the agent")
     args = parser.parse_args(argv)
-    agent = agent_from_checkpoint(args.checkpoint)
+    if args.games < 0:
+        parser.error(f"--games must be >= 0, got {args.games}")
+    try:
+        agent = agent_from_checkpoint(args.checkpoint)
+    except (AgentError, FileNotFoundError) as e:
+        parser.error(str(e))
+    except pickle.UnpicklingError as e:  # weights_only refused an object: never fall back to full unpickling
+        detail = str(e).split("WeightsUnpickler error:")[-1].split("Check the documentation")[0].strip()
+        parser.error(f"{args.checkpoint}: holds objects that only full unpickling could load; refusing ({detail})")
     t = agent.training
-    t["name"] = args.name or Path(args.directory).name
-    t.setdefault("hardware", f"{platform.machine()} CPU, {torch.get_num_threads()} threads")
-    for key, value in (("algorithm", args.algorithm), ("wall_clock", args.wall_clock), ("repo_id", args.repo_id)):
+    t["name"] = args.name or Path(args.directory).resolve().name
+    t["hardware"] = args.hardware or t.get("hardware") or f"{platform.machine()} CPU, {torch.get_num_threads()} threads"
+    for key, value in (
+        ("algorithm", args.algorithm),
+        ("wall_clock", args.wall_clock),
+        ("repo_id", args.repo_id),
+        ("config_file", args.config and Path(args.config).name),
+    ):
         if value:
             t[key] = value
     if args.games > 0:
         from ..evaluation import evaluate
 
-        agent.evaluation = evaluate(agent.player(), args.games, args.seed, agent.player().rules, progress=True)
+        player = agent.player()
+        agent.evaluation = evaluate(player, args.games, args.seed, player.rules, progress=True)
     out = agent.save_pretrained(args.directory)
     if args.config:
-        (out / Path(args.config).name).write_text(Path(args.config).read_text())
+        shutil.copyfile(args.config, out / Path(args.config).name)
     print(f"wrote {out}")
     if agent.evaluation:
         print(f"mean score {agent.evaluation['summary']['score']['mean']:.2f} over {args.games} games")
@@ -69,11 +100,37 @@ def export_main(argv: list[str] | None = None) -> int:
 
 def push_main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="yahtzee-lightning push", description="upload an agent folder to the Hub")
-    parser.add_argument("directory")
-    parser.add_argument("--repo-id", required=True)
-    parser.add_argument("--private", action="store_true")
+    parser.add_argument("directory", help="an agent folder (written by export)")
+    parser.add_argument("--repo-id", required=True, help="user/name on the Hub; created if missing")
+    parser.add_argument("--private", action="store_true", help="create the repo private")
     args = parser.parse_args(argv)
-    agent = YahtzeeAgent.from_pretrained(args.directory)  # refuse to upload a broken folder
-    info = agent.push_to_hub(args.repo_id, private=args.private, directory=Path(args.directory))
-    print(f"pushed {args.directory} to {args.repo_id}: {getattr(info, 'commit_url', info)}")
+    directory = Path(args.directory)
+    if not directory.is_dir():
+        parser.error(f"{directory} is not a folder")
+    try:
+        agent = YahtzeeAgent.load(directory)  # refuse to upload a broken folder
+    except AgentError as e:
+        parser.error(str(e))
+    info = agent.push_to_hub(args.repo_id, private=args.private, directory=directory)
+    print(f"pushed {directory} to {args.repo_id}: {info.commit_url}")
+    return 0
+
+
+def pull_main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="yahtzee-lightning pull", description="download an agent from the Hub")
+    parser.add_argument("repo_id", help="user/name on the Hub")
+    parser.add_argument("directory", help="the agent folder to write")
+    parser.add_argument("--revision", default=None, help="branch, tag or commit (default: main)")
+    args = parser.parse_args(argv)
+    try:
+        source = resolve_folder(args.repo_id, revision=args.revision)
+        YahtzeeAgent.load(source)  # check before copying
+    except AgentError as e:
+        parser.error(str(e))
+    out = Path(args.directory)
+    out.mkdir(parents=True, exist_ok=True)
+    for pattern in ARTEFACT_PATTERNS:
+        for f in source.glob(pattern):
+            shutil.copyfile(f, out / f.name)  # the cache holds symlinks: copy the content
+    print(f"wrote {out}")
     return 0
