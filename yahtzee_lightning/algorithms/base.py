@@ -320,22 +320,25 @@ class OnPolicyAlgorithm(L.LightningModule):
         loss: torch.Tensor,
         parts: dict[str, torch.Tensor],
         advantage: torch.Tensor,
-        value: torch.Tensor,
-        target: torch.Tensor,
+        value: torch.Tensor | None,
+        target: torch.Tensor | None,
         grad_norm: float,
         clipped: bool,
     ) -> dict[str, float]:
+        """The metrics every update logs; ``value`` None when the loss reports explained variance."""
         from ..metrics import explained_variance
 
-        return {
+        stats = {
             "loss": float(loss.detach()),
             **{f"loss_{k}": float(v.detach()) for k, v in parts.items()},
             "advantage_mean": float(advantage.mean()),
             "advantage_std": float(advantage.std()),
-            "explained_variance": explained_variance(value.detach(), target),
             "grad_norm": grad_norm,
             "grad_clipped": float(clipped),
         }
+        if value is not None:
+            stats["explained_variance"] = explained_variance(value.detach(), target)
+        return stats
 
     def normalize(self, advantage: torch.Tensor) -> torch.Tensor:
         if self.hparams.normalize_advantage and advantage.numel() > 1:

@@ -1,15 +1,27 @@
 """The policy/value network and its TorchRL actor."""
 
 from .network import DICE_ENCODERS, ROLL_HEADS, PolicyValueNet
-from .policy import LOG_PROB, VALUE, PolicyModule, TurnDistribution, distribution
+from .policy import (
+    LOG_PROB,
+    VALUE,
+    NetworkHeads,
+    PolicyModule,
+    TurnDistribution,
+    distribution,
+    make_actor,
+    make_critic,
+)
 
 __all__ = [
     "DICE_ENCODERS",
     "LOG_PROB",
     "ROLL_HEADS",
     "VALUE",
+    "NetworkHeads",
     "PolicyModule",
     "PolicyValueNet",
     "TurnDistribution",
     "distribution",
+    "make_actor",
+    "make_critic",
 ]

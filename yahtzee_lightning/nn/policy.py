@@ -2,16 +2,23 @@
 
 A step's action is a keep (while ``roll < 2``) or a box (``roll == 2``); the env ignores the
 other. So the log-probability and entropy of a step count only the active head. TorchRL's
-composite distributions would add both heads' log-probabilities, which is why the algorithms use
-:class:`TurnDistribution` instead of ``CompositeDistribution``.
+``CompositeDistribution`` would add both heads' log-probabilities, which is why the policy is
+:class:`TurnDistribution` instead: a ``torch.distributions.Distribution`` whose sample is the pair
+(keep, box) and whose ``log_prob`` and ``entropy`` pick the head by roll index, in one place.
+
+:func:`make_actor` and :func:`make_critic` wrap the network as TorchRL's ``ProbabilisticActor``
+and a value operator, so TorchRL's collectors, estimators and losses (``ClipPPOLoss``, ``GAE`` ...)
+run on its TensorDicts as they are (see ``tests/nn/test_torchrl.py``). The algorithms collect
+with :class:`PolicyModule` (the same distribution, sampled with dropout off).
 """
 
 from __future__ import annotations
 
 import torch
 from tensordict import TensorDictBase
-from tensordict.nn import TensorDictModuleBase
-from torch.distributions import Bernoulli, Categorical
+from tensordict.nn import InteractionType, TensorDictModuleBase
+from torch.distributions import Bernoulli, Categorical, Distribution
+from torchrl.modules import ProbabilisticActor
 
 from ..env import keys as K
 from ..game import N_DICE
@@ -21,18 +28,33 @@ from .network import PolicyValueNet
 
 LOG_PROB = "sample_log_prob"
 VALUE = "state_value"
+ROLL_LOGITS = "roll_logits"
+BOX_LOGITS = "box_logits"
+OBS_KEYS = [K.DICE, K.CARD, K.ROLL, K.TURN, K.BOX_MASK]
 
 
-class TurnDistribution:
-    """Keep head (categorical over 32 patterns or 5 Bernoulli bits) and box head, chosen by roll."""
+class TurnDistribution(Distribution):
+    """Keep head (categorical over 32 patterns or 5 Bernoulli bits) and box head, chosen by roll.
 
-    def __init__(self, roll_logits: torch.Tensor, box_logits: torch.Tensor, roll: torch.Tensor) -> None:
+    ``sample()`` and ``mode`` give the pair ``(keep pattern, box)``; ``log_prob(keep, box)`` (or
+    ``log_prob(action_td)`` with ``keep`` and ``box`` entries, as TorchRL's losses call it) and
+    ``entropy()`` are those of the keep head where ``roll < 2`` and of the box head where
+    ``roll == 2``. Per-head entropies: :meth:`keep_entropy`, :meth:`box_entropy`.
+    """
+
+    arg_constraints: dict = {}
+    has_rsample = False
+
+    def __init__(
+        self, roll_logits: torch.Tensor, box_logits: torch.Tensor, roll: torch.Tensor, validate_args: bool = False
+    ) -> None:
         self.bernoulli = roll_logits.shape[-1] == N_DICE
         self.keep = Bernoulli(logits=roll_logits) if self.bernoulli else Categorical(logits=roll_logits)
         # Games past their last box have no legal box: give them a harmless uniform head.
         safe = torch.where(torch.isinf(box_logits).all(-1, keepdim=True), 0.0, box_logits)
         self.box = Categorical(logits=safe)
         self.rolling = roll < N_ROLLS - 1
+        super().__init__(batch_shape=roll.shape, validate_args=False)
 
     def _keep_log_prob(self, keep: torch.Tensor) -> torch.Tensor:
         if self.bernoulli:
@@ -46,21 +68,32 @@ class TurnDistribution:
     def box_entropy(self) -> torch.Tensor:
         return self.box.entropy()
 
-    def log_prob(self, keep: torch.Tensor, box: torch.Tensor) -> torch.Tensor:
+    def log_prob(self, keep: torch.Tensor | TensorDictBase, box: torch.Tensor | None = None) -> torch.Tensor:
+        if box is None:  # TorchRL's losses pass the whole ``action`` entry
+            keep, box = keep["keep"], keep["box"]
+        # The one place where the roll index picks the head that counts.
         return torch.where(self.rolling, self._keep_log_prob(keep), self.box.log_prob(box))
 
-    def sample(self) -> tuple[torch.Tensor, torch.Tensor]:
-        keep = self.keep.sample()
+    def entropy(self) -> torch.Tensor:
+        return torch.where(self.rolling, self.keep_entropy(), self.box_entropy())
+
+    def sample(self, sample_shape: tuple[int, ...] = ()) -> tuple[torch.Tensor, torch.Tensor]:
+        keep = self.keep.sample(torch.Size(sample_shape))
         if self.bernoulli:
             keep = keep_bits_to_pattern(keep.bool())
-        return keep, self.box.sample()
+        return keep, self.box.sample(torch.Size(sample_shape))
 
+    @property
     def mode(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self.bernoulli:
             keep = keep_bits_to_pattern(self.keep.logits > 0)
         else:
             keep = self.keep.logits.argmax(-1)
         return keep, self.box.logits.argmax(-1)
+
+    @property
+    def deterministic_sample(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.mode
 
 
 def distribution(net: PolicyValueNet, obs: TensorDictBase) -> tuple[TurnDistribution, torch.Tensor]:
@@ -75,7 +108,7 @@ class PolicyModule(TensorDictModuleBase):
         super().__init__()
         self.net = net
         self.deterministic = deterministic
-        self.in_keys = [K.DICE, K.CARD, K.ROLL, K.TURN, K.BOX_MASK]
+        self.in_keys = list(OBS_KEYS)
         self.out_keys = [K.KEEP, K.BOX, LOG_PROB, VALUE]
 
     @torch.no_grad()
@@ -85,9 +118,42 @@ class PolicyModule(TensorDictModuleBase):
         self.net.eval()
         dist, value = distribution(self.net, td)
         self.net.train(was_training)
-        keep, box = dist.mode() if self.deterministic else dist.sample()
+        keep, box = dist.mode if self.deterministic else dist.sample()
         td.set(K.KEEP, keep)
         td.set(K.BOX, box)
         td.set(LOG_PROB, dist.log_prob(keep, box))
         td.set(VALUE, value)
         return td
+
+
+class NetworkHeads(TensorDictModuleBase):
+    """The network as a TensorDict module: writes the two heads' logits and ``state_value``."""
+
+    def __init__(self, net: PolicyValueNet) -> None:
+        super().__init__()
+        self.net = net
+        self.in_keys = list(OBS_KEYS)
+        self.out_keys = [ROLL_LOGITS, BOX_LOGITS, VALUE]
+
+    def forward(self, td: TensorDictBase) -> TensorDictBase:
+        roll_logits, box_logits, value = self.net(td)
+        return td.update({ROLL_LOGITS: roll_logits, BOX_LOGITS: box_logits, VALUE: value.unsqueeze(-1)})
+
+
+def make_actor(net: PolicyValueNet) -> ProbabilisticActor:
+    """TorchRL's ``ProbabilisticActor`` over the network: writes ``("action", "keep")``,
+    ``("action", "box")`` and their roll-gated ``sample_log_prob``."""
+    return ProbabilisticActor(
+        NetworkHeads(net),
+        in_keys=[ROLL_LOGITS, BOX_LOGITS, K.ROLL],
+        out_keys=[K.KEEP, K.BOX],
+        distribution_class=TurnDistribution,
+        return_log_prob=True,
+        log_prob_keys=[LOG_PROB],  # one log-prob for the pair: the roll-gated one
+        default_interaction_type=InteractionType.RANDOM,
+    )
+
+
+def make_critic(net: PolicyValueNet) -> NetworkHeads:
+    """The value operator (TorchRL's critic): ``state_value`` of shape ``(..., 1)``."""
+    return NetworkHeads(net)

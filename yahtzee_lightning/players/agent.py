@@ -23,4 +23,4 @@ class AgentPlayer(Player):
         self.net.eval()
         dist, _ = distribution(self.net, obs)
         self.net.train(was_training)
-        return dist.mode() if self.greedy else dist.sample()
+        return dist.mode if self.greedy else dist.sample()
