@@ -10,6 +10,7 @@ from pathlib import Path
 import lightning as L
 import pytest
 import torch
+from hub_server import validate_card_metadata
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file, save_file
 
@@ -107,6 +108,20 @@ def test_bad_artefacts_say_what_is_wrong(tmp_path):
         YahtzeeAgent.from_pretrained(tmp_path / "no" / "such" / "agent")
     with pytest.raises(AgentNotFoundError, match="not cached"):
         YahtzeeAgent.from_pretrained("alice/absent", local_files_only=True, cache_dir=tmp_path / "cache")
+
+
+SHIPPED = sorted(p.parent for p in (Path(__file__).parents[2] / "checkpoints").glob("*/config.json"))
+
+
+@pytest.mark.parametrize("folder", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_shipped_agents_load_play_and_have_valid_cards(folder):
+    """A change to the network that breaks the agents in checkpoints/ fails here, not for users."""
+    agent = YahtzeeAgent.from_pretrained(folder)
+    assert validate_card_metadata((folder / "README.md").read_text()) == []
+    assert list(folder.glob("*.yaml")), "keep the training YAML next to a shipped agent"
+    player = agent.player()
+    result = evaluate(player, games=8, seed=0, rules=player.rules, with_optimal=False, regret=False)
+    assert result["summary"]["score"]["mean"] > 0
 
 
 class _Payload:

@@ -23,7 +23,7 @@ def agent_from_checkpoint(path: str | Path) -> YahtzeeAgent:
     constructor arguments, ``state_dict`` entries under ``net.`` its weights, and the
     ``yahtzee_lightning`` entry (written by ``on_save_checkpoint``) the training facts for the card.
     """
-    from ..algorithms.base import OnPolicyAlgorithm
+    from .. import algorithms
     from ..nn import PolicyValueNet
 
     path = Path(path)
@@ -34,8 +34,11 @@ def agent_from_checkpoint(path: str | Path) -> YahtzeeAgent:
         raise AgentFormatError(f"{path}: not a Lightning checkpoint of a yahtzee_lightning algorithm")
     hparams, info = ckpt["hyper_parameters"], dict(ckpt.get("yahtzee_lightning", {}))
     algorithm = info.get("algorithm", "this algorithm")
+    cls = getattr(algorithms, algorithm, None)  # its own network_kwargs; a user's algorithm: the base class's
+    if not (isinstance(cls, type) and issubclass(cls, algorithms.OnPolicyAlgorithm)):
+        cls = algorithms.OnPolicyAlgorithm
     try:
-        net = PolicyValueNet(**OnPolicyAlgorithm.network_kwargs(hparams))
+        net = PolicyValueNet(**cls.network_kwargs(hparams))
     except (TypeError, ValueError) as e:
         raise AgentFormatError(f"{path}: {algorithm}'s hyperparameters do not build a PolicyValueNet ({e})") from e
     state = {k.removeprefix(NET_PREFIX): v for k, v in ckpt["state_dict"].items() if k.startswith(NET_PREFIX)}
