@@ -12,9 +12,12 @@ from .base import OnPolicyAlgorithm
 class A2C(OnPolicyAlgorithm):
     """``delta = r + gamma V(s') - V(s)``; policy loss ``-log pi * delta``, value loss ``lambda_v delta^2``.
 
-    The TD target comes from TorchRL's ``td0_return_estimate``. TorchRL's ``A2CLoss`` is not
-    used because the step's action is one of two heads chosen by the roll index (see
-    ``nn/policy.py``). Defaults: the study's A2C column.
+    The TD target comes from TorchRL's TD(0) estimator (``td0_return_estimate``). TorchRL's
+    ``A2CLoss`` does not fit, and the loss is the three lines below instead: in torchrl 0.14 it
+    reads a nested action as a composite one and adds both heads' log-probabilities (the roll
+    index must pick one, see ``nn/policy.py``), and its entropy bonus takes one coefficient where
+    SPEC section 5 anneals one per head. Written here, actor and critic also share one forward
+    pass of the network. Defaults: the study's A2C column.
     """
 
     def __init__(

@@ -13,7 +13,9 @@ class Reinforce(OnPolicyAlgorithm):
     """Policy loss ``-log pi(a|s) (R_t - V(s))``, value loss ``lambda_v (V(s) - R_t)^2``.
 
     ``R_t`` is the discounted return to the end of the game (TorchRL's ``reward2go``); the
-    discount follows the gamma schedule. Defaults: the study's REINFORCE column.
+    discount follows the gamma schedule. TorchRL's ``ReinforceLoss`` does not fit: it has no
+    entropy bonus (SPEC section 5 anneals one per head) and would run the shared network twice,
+    once as actor and once as critic. Defaults: the study's REINFORCE column.
     """
 
     def __init__(
