@@ -13,26 +13,31 @@ from typing import TYPE_CHECKING
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from ..game import Rules
+
 if TYPE_CHECKING:
     from .agent import YahtzeeAgent
 
 
-def eval_results(name_of_rules: str, summary: dict) -> list[EvalResult]:
-    """One model-index result: mean score +/- SD first, then the headline statistics."""
+def eval_results(rules_tag: str, summary: dict) -> list[EvalResult]:
+    """One model-index result per rule variant: mean score +/- SD first, then the headline statistics."""
     metrics = [
         ("mean_reward", "mean score", f"{summary['score']['mean']:.2f} +/- {summary['score']['sd']:.2f}"),
         ("median_score", "median score", summary["median"]),
-        ("upper_bonus_rate", "upper bonus rate", summary["upper_bonus_rate"]),
-        ("yahtzee_rate", "Yahtzee rate (box = 50)", summary["yahtzee_rate"]),
+        ("upper_bonus_rate", "upper bonus rate", round(summary["upper_bonus_rate"], 4)),
+        ("yahtzee_rate", "Yahtzee rate (box = 50)", round(summary["yahtzee_rate"], 4)),
     ]
     if "regret" in summary:
-        metrics.append(("regret_per_game", "regret per game against the optimum", summary["regret"]["per_game_mean"]))
+        metrics.append(
+            ("regret_per_game", "regret per game against the optimum", round(summary["regret"]["per_game_mean"], 2))
+        )
     return [
         EvalResult(
             task_type="reinforcement-learning",
             task_name="reinforcement-learning",
             dataset_type="yahtzee",
-            dataset_name=name_of_rules,
+            dataset_name=f"Yahtzee solitaire ({rules_tag})",
+            dataset_config=rules_tag,
             metric_type=metric_type,
             metric_name=metric_name,
             metric_value=value,
@@ -66,8 +71,8 @@ def model_card(agent: YahtzeeAgent) -> ModelCard:
     training = agent.training or {}
     name = training.get("name", "yahtzee-agent")
     evaluation = agent.evaluation
-    rules = agent.net.config["rules"]
-    results = eval_results(f"Yahtzee solitaire ({rules['joker']} joker)", evaluation["summary"]) if evaluation else None
+    rules = Rules.from_dict(agent.net.config["rules"])
+    results = eval_results(rules.tag(), evaluation["summary"]) if evaluation else None
     data = ModelCardData(
         library_name="yahtzee_lightning",
         tags=[
