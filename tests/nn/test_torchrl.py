@@ -82,3 +82,13 @@ def test_td0_estimator_runs_on_the_batch(collected):
         v_next = critic(batch["next"].clone())[VALUE]
     expected = batch["next", K.REWARD] + 0.99 * v_next * ~batch["next", K.TERMINATED]
     assert torch.allclose(batch["value_target"], expected, atol=1e-5)
+
+
+def test_ppo_checkpoint_holds_the_network_once():
+    """The loss module wraps ``net`` but must not register it a second time in the state dict."""
+    from yahtzee_lightning.algorithms.ppo import PPO
+
+    module = PPO(**SMALL, total_games=8, games_per_batch=4, final_eval_games=0)
+    _ = module.loss_module  # built lazily on first use
+    keys = set(module.state_dict())
+    assert keys == {f"net.{k}" for k in module.net.state_dict()} | {"updates_done"}

@@ -74,17 +74,30 @@ class PPO(OnPolicyAlgorithm):
             **kwargs,
         )
         self.save_hyperparameters()
-        self.loss_module = TurnClipPPOLoss(
-            make_actor(self.net),
-            make_critic(self.net),
-            clip_epsilon=clip_eps,
-            entropy_coeff={"keep": beta_roll_max, "box": beta_score_max},
-            critic_coeff=lambda_v,
-            loss_critic_type="l2",
-            normalize_advantage=self.hparams.normalize_advantage,
-            functional=False,  # actor and critic share the network: one set of parameters
-        )
-        self.loss_module.set_keys(action=K.ACTION, sample_log_prob=LOG_PROB, value=VALUE)
+        self._loss: list[TurnClipPPOLoss] = []  # a list: not a registered submodule (see below)
+
+    @property
+    def loss_module(self) -> TurnClipPPOLoss:
+        """TorchRL's loss over ``self.net``, built on first use on the module's device.
+
+        Kept out of the registered submodules so the network's weights appear once in
+        checkpoints; it holds no state of its own (the coefficients are set every update).
+        """
+        if not self._loss:
+            h = self.hparams
+            loss = TurnClipPPOLoss(
+                make_actor(self.net),
+                make_critic(self.net),
+                clip_epsilon=h.clip_eps,
+                entropy_coeff={"keep": h.beta_roll_max, "box": h.beta_score_max},
+                critic_coeff=h.lambda_v,
+                loss_critic_type="l2",
+                normalize_advantage=h.normalize_advantage,
+                functional=False,  # actor and critic share the network: one set of parameters
+            )
+            loss.set_keys(action=K.ACTION, sample_log_prob=LOG_PROB, value=VALUE)
+            self._loss.append(loss.to(self.device))
+        return self._loss[0]
 
     def update(self, batch: TensorDictBase, coefs: dict[str, float]) -> dict[str, float]:
         h = self.hparams
@@ -99,8 +112,9 @@ class PPO(OnPolicyAlgorithm):
             nxt[K.DONE],
             nxt[K.TERMINATED],
         )
+        # What the loss reads: observations, the action taken, its log-prob, advantage and target.
         data = batch.select(*self.loss_module.actor_network.in_keys, K.ACTION, LOG_PROB, strict=False)
-        data.update({"advantage": advantage, "value_target": returns, K.ROLL: batch[K.ROLL]})
+        data.update({"advantage": advantage, "value_target": returns})
         self.loss_module.set_entropy_coeffs(coefs["beta_roll"], coefs["beta_score"])
 
         stats: dict[str, list[float]] = {}
