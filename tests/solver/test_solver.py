@@ -95,3 +95,25 @@ def test_solve_cli_saves_then_loads(tmp_path, capsys):
         main(["solve", "--boxes", "0", "11", "--out", str(out)])
     with pytest.raises(ValueError, match="not joker-forced"):
         main(["solve", "--rules-joker", "forced", "--boxes", "0", "12", "--out", str(out)])
+
+
+def test_keep_dags_match_the_transition_matrix_and_brute_force():
+    """The in-place DAGs (their row layout included) against the dense 462 x 252 re-roll matrix
+    and a brute-force best keep over the 32 patterns."""
+    from yahtzee_lightning.solver.turn import best_keep, kept_dag, reroll_values
+
+    T, dag = tables(), kept_dag()
+    after = torch.rand(252, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    in_rows = after[dag.dice_of_row]  # the DAGs take and give dice in their own row order
+    K = reroll_values(in_rows, dag)
+    assert torch.allclose(K[dag.row_of_kept], T.transition @ after, atol=1e-12)
+    best = best_keep(K, dag)[dag.row_of_dice]  # back to dice order
+    brute = K[dag.row_of_kept][T.keep_to_kept].amax(1)  # (252, 32, 7) -> max over patterns
+    assert torch.equal(best, brute)
+
+
+@pytest.mark.parametrize("chunk", [64, 100_000])
+def test_chunk_size_does_not_change_the_table(chunk):
+    rules = Rules(boxes=(0, 5, 8, 11, 12))
+    a, b = solve(rules, progress=False, chunk_states=chunk), solve(rules, progress=False)
+    assert torch.allclose(a.values, b.values, atol=1e-9, rtol=0)

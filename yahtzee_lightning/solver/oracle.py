@@ -73,8 +73,9 @@ class TurnOracle:
         box, k2, k1 = self._tables(turn_state(card, self.rules))
         n = torch.arange(card.shape[0], device=card.device)
         d = dice_index(dice)
-        box_now = box[:, d, n].T  # (N, 13)
-        kept = take(tables(card.device).keep_to_kept, d)  # (N, 32)
+        dag = kept_dag(card.device)
+        box_now = box[:, dag.row_of_dice[d], n].T  # (N, 13)
+        kept = dag.row_of_kept[take(tables(card.device).keep_to_kept, d)]  # (N, 32) rows
         k = torch.where((roll == 0).unsqueeze(-1), k1.T.gather(1, kept), k2.T.gather(1, kept))
         return k, box_now
 

@@ -25,7 +25,6 @@ from .turn import N_MASKS, N_UPPER, turn_start_values
 
 FORMAT_VERSION = 1
 UPPER_MASK = (1 << 6) - 1
-_BUDGET = 20_000_000  # (252, states) elements solved at once
 
 
 def reachable_uppers(upper_boxes: list[int]) -> list[int]:
@@ -90,35 +89,58 @@ class OptimalTable:
         return cls(values, saved, float(meta.get("seconds", 0.0)))
 
 
-def _groups(rules: Rules, filled: int) -> list[tuple[list[int], list[int], list[int], bool]]:
-    """States with ``filled`` boxes filled: (masks, upper sums, flags, upper_irrelevant) blocks."""
+Block = tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]
+
+
+def _blocks(rules: Rules, filled: int, device: torch.device) -> list[Block]:
+    """States with ``filled`` boxes filled: ``(masks (M,), uppers (M, R), flags (M, R), upper_irrelevant)``.
+
+    A mask's upper sums are those its filled upper boxes can reach (all of them, as one, when no
+    upper box is open: its future does not depend on them); masks with the same number R of
+    (upper, flag) states and the same irrelevance are stacked into one block.
+    """
     out_of_play = sum(1 << b for b in rules.boxes_out_of_play)
     in_play_upper = [b for b in rules.boxes if b < 6]
-    groups: dict[tuple[int, bool], list[int]] = {}
+    bonus_flag = rules.yahtzee_bonus and YAHTZEE_BOX in rules.boxes
+    by_part: dict[tuple[int, bool], list[int]] = {}
     for m in range(N_MASKS):
-        if m & out_of_play != out_of_play or bin(m).count("1") != filled:
-            continue
-        groups.setdefault((m & UPPER_MASK, bool(m >> YAHTZEE_BOX & 1)), []).append(m)
-    blocks = []
-    for (upper_part, has_yahtzee), masks in sorted(groups.items()):
+        if m & out_of_play == out_of_play and bin(m).count("1") == filled:
+            by_part.setdefault((m & UPPER_MASK, bool(m >> YAHTZEE_BOX & 1)), []).append(m)
+    stacked: dict[tuple[int, bool], list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]] = {}
+    for (upper_part, has_yahtzee), masks in sorted(by_part.items()):
         filled_upper = [b for b in in_play_upper if upper_part >> b & 1]
         irrelevant = len(filled_upper) == len(in_play_upper)
         uppers = [0] if irrelevant else reachable_uppers(filled_upper)
-        flags = [0, 1] if (has_yahtzee and rules.yahtzee_bonus and YAHTZEE_BOX in rules.boxes) else [0]
-        blocks.append((masks, uppers, flags, irrelevant))
-    return blocks
+        flags = [0, 1] if has_yahtzee and bonus_flag else [0]
+        row_u = torch.tensor([u for u in uppers for _ in flags], device=device)
+        row_f = torch.tensor([f for _ in uppers for f in flags], device=device)
+        M, R = len(masks), len(row_u)
+        block = (torch.tensor(masks, device=device), row_u.expand(M, R), row_f.expand(M, R))
+        stacked.setdefault((R, irrelevant), []).append(block)
+    out = []
+    for (_, irrelevant), blocks in stacked.items():
+        masks, uppers, flags = (torch.cat(parts) for parts in zip(*blocks, strict=True))
+        out.append((masks, uppers, flags, irrelevant))
+    return out
 
 
 def solve(
     rules: Rules | None = None,
     device: torch.device | str = "cpu",
     progress: bool | Callable[[int], None] = True,
+    chunk_states: int | None = None,
 ) -> OptimalTable:
-    """Build the whole table (float64) for ``rules`` on ``device``."""
+    """Build the whole table (float64) for ``rules`` on ``device``.
+
+    ``chunk_states``: states solved per batch; by default small enough for the CPU's caches
+    (2048) or large enough to fill a GPU (262144).
+    """
     rules = rules or Rules()
     device = torch.device(device)
+    chunk = chunk_states or (2048 if device.type == "cpu" else 262_144)
     start = time.perf_counter()
     V = torch.zeros(N_MASKS, N_UPPER, 2, dtype=torch.float64, device=device)
+    every_upper = torch.arange(N_UPPER, device=device).view(1, N_UPPER, 1)
     layers = list(range(len(rules.boxes) - 1, -1, -1))
     bar = None
     if progress is True:
@@ -127,22 +149,15 @@ def solve(
         bar = tqdm(total=len(layers), desc=f"solving {rules.tag()}", unit="layer")
     n_out = len(rules.boxes_out_of_play)
     for k in layers:
-        for masks, uppers, flags, irrelevant in _groups(rules, n_out + k):
-            m_all = torch.tensor(masks, device=device)
-            u = torch.tensor(uppers, device=device)
-            f = torch.tensor(flags, device=device)
-            uf = torch.cartesian_prod(u, f).view(-1, 2)  # every (upper, flag) of these masks
-            R = len(uf)
-            uppers, flags = uf[:, 0].expand(len(masks), R), uf[:, 1].expand(len(masks), R)
-            chunk = max(1, _BUDGET // (252 * R))
-            for c in range(0, len(masks), chunk):
-                m = m_all[c : c + chunk]
-                vals = turn_start_values(m, uppers[: len(m)], flags[: len(m)], V, rules).view(len(m), R)
+        for masks, uppers, flags, irrelevant in _blocks(rules, n_out + k, device):
+            R = uppers.shape[1]
+            for c in range(0, len(masks), max(1, chunk // R)):
+                m, u, f = masks[c : c + chunk // R], uppers[c : c + chunk // R], flags[c : c + chunk // R]
+                vals = turn_start_values(m, u, f, V, rules).view(len(m), R)
                 if irrelevant:  # no open upper box: the same value for every upper sum
-                    for j, fj in enumerate(flags[0].tolist()):
-                        V[m, :, fj] = vals[:, j : j + 1].expand(-1, N_UPPER)
+                    V[m.view(-1, 1, 1), every_upper, f.unsqueeze(1)] = vals.unsqueeze(1).expand(-1, N_UPPER, R)
                 else:
-                    V[m.view(-1, 1), uppers[: len(m)], flags[: len(m)]] = vals
+                    V[m.view(-1, 1), u, f] = vals
         if bar is not None:
             bar.update(1)
         elif callable(progress):

@@ -5,9 +5,13 @@ box holds 50). Given the values ``V`` of every turn-start state, one turn is thr
 backwards: the box choice after the last roll, then two keep choices. Keeps are evaluated on the
 462 kept multisets with two small DAGs instead of the 462 x 252 transition matrix:
 ``K[m] = mean over faces v of K[m + v]`` (rolling the missing dice one at a time) and
-``best[m] = max(K[m], max over one die removed of best[m - v])`` (the best sub-multiset).
-Tensors are dice-major (``(252, S)``, ``(462, S)``) so that every DAG step copies whole rows.
-The same code with ``V = None`` is the greedy one-turn player.
+``best[m] = max(K[m], max over distinct faces v in m of best[m - v])`` (the best sub-multiset).
+
+Layout, chosen for speed: one ``(462, S)`` buffer per batch of S states, kept multisets in rows
+ordered by size, the 252 size-5 ones last and in dice order, so that the dice values of a stage
+*are* the buffer's last 252 rows. Both DAGs then run in place, level by level, each step an
+``index_select`` into a scratch block and one ``add_`` or ``maximum``: no allocation per step
+and no copy between stages. The same code with ``V = None`` is the greedy one-turn player.
 """
 
 from __future__ import annotations
@@ -22,34 +26,53 @@ from ..game.rules import UPPER_BONUS, UPPER_BONUS_THRESHOLD, YAHTZEE_BONUS, YAHT
 
 N_MASKS = 1 << N_BOXES
 N_UPPER = UPPER_BONUS_THRESHOLD + 1
+N_KEPT = 462
+DICE_ROW = N_KEPT - 252  # first row of the size-5 (dice) block
 NEG = float("-inf")
 
 
 @dataclass(frozen=True)
 class KeptDag:
-    levels: tuple[torch.Tensor, ...]  # kept indices by size 0..5
-    child: torch.Tensor  # (462, 6) m + face (size < 5)
-    parent: torch.Tensor  # (462, 6) m - face, or m itself when the face is absent
-    five_to_dice: torch.Tensor  # dice index of each size-5 kept multiset, in levels[5] order
-    dice_to_kept: torch.Tensor  # (252,) kept index of the full dice
+    """The two DAGs over kept multisets, in the solver's row layout.
+
+    Rows are grouped by size; inside a size, multisets with more distinct faces come first, so
+    that the j-th parent (``m - v`` for the j-th distinct face ``v`` of ``m``) is needed by a
+    prefix of the rows only. The size-5 rows are the dice: row ``DICE_ROW + r`` holds the dice
+    ``dice_of_row[r]`` (a permutation of ``game.tables``' dice order).
+    """
+
+    bounds: tuple[tuple[int, int], ...]  # rows [start, stop) of the multisets of size 0..5
+    children: tuple[tuple[torch.Tensor, ...], ...]  # per size < 5: six row tensors, m + face v
+    parents: tuple[tuple[torch.Tensor, ...], ...]  # per size: j-th distinct parent of the first rows
+    row_of_kept: torch.Tensor  # (462,) row of each kept multiset of ``game.tables``' order
+    dice_of_row: torch.Tensor  # (252,) dice index held by each dice row
+    row_of_dice: torch.Tensor  # (252,) dice row of each dice index
 
 
 @cache
 def _cpu_dag() -> KeptDag:
     T = tables()
-    counts = T.kept_counts.tolist()
-    key = {tuple(c): i for i, c in enumerate(counts)}
-    parent = torch.arange(len(counts)).unsqueeze(1).repeat(1, 6)
-    for i, c in enumerate(counts):
-        for v in range(6):
-            if c[v]:
-                cc = list(c)
-                cc[v] -= 1
-                parent[i, v] = key[tuple(cc)]
-    levels = tuple(torch.nonzero(T.kept_size == s).squeeze(1) for s in range(6))
-    dice_to_kept = torch.empty(252, dtype=torch.int64)
-    dice_to_kept[T.kept_to_dice[levels[5]]] = levels[5]
-    return KeptDag(levels, T.kept_child.clamp(min=0), parent, T.kept_to_dice[levels[5]], dice_to_kept)
+    counts = [tuple(c) for c in T.kept_counts.tolist()]
+    size = T.kept_size.tolist()
+    distinct = [sum(n > 0 for n in c) for c in counts]
+    order = sorted(range(N_KEPT), key=lambda i: (size[i], -distinct[i], i))
+    row = {counts[i]: r for r, i in enumerate(order)}
+    bounds, children, parents = [], [], []
+    start = 0
+    for s in range(6):
+        members = [counts[i] for i in order if size[i] == s]
+        bounds.append((start, start + len(members)))
+        start += len(members)
+        kids = [[row[tuple(c[u] + (u == v) for u in range(6))] for c in members] for v in range(6)] if s < 5 else []
+        children.append(tuple(torch.tensor(k) for k in kids))
+        subs = [[row[tuple(c[u] - (u == v) for u in range(6))] for v in range(6) if c[v]] for c in members]
+        width = max((len(p) for p in subs), default=0)
+        parents.append(tuple(torch.tensor([p[j] for p in subs if len(p) > j]) for j in range(width)))
+    dice_of_row = T.kept_to_dice[torch.tensor(order[DICE_ROW:])]
+    row_of_dice = torch.empty_like(dice_of_row)
+    row_of_dice[dice_of_row] = torch.arange(252)
+    row_of_kept = torch.tensor([row[c] for c in counts])
+    return KeptDag(tuple(bounds), tuple(children), tuple(parents), row_of_kept, dice_of_row, row_of_dice)
 
 
 _DAGS: dict[torch.device, KeptDag] = {}
@@ -59,29 +82,54 @@ def kept_dag(device: torch.device | str | None = None) -> KeptDag:
     device = torch.device(device if device is not None else "cpu")
     if device not in _DAGS:
         d = _cpu_dag()
-        tensors = (t.to(device) for t in (d.child, d.parent, d.five_to_dice, d.dice_to_kept))
-        _DAGS[device] = KeptDag(tuple(x.to(device) for x in d.levels), *tensors)
+        _DAGS[device] = KeptDag(
+            d.bounds,
+            tuple(tuple(t.to(device) for t in level) for level in d.children),
+            tuple(tuple(t.to(device) for t in level) for level in d.parents),
+            d.row_of_kept.to(device),
+            d.dice_of_row.to(device),
+            d.row_of_dice.to(device),
+        )
     return _DAGS[device]
 
 
-def reroll_values(after: torch.Tensor, dag: KeptDag) -> torch.Tensor:
-    """``after (252, S)``: value of each final dice. Returns ``(462, S)``: expected value of each kept multiset."""
-    K = after.new_empty(462, after.shape[1])
-    K[dag.levels[5]] = after.index_select(0, dag.five_to_dice)
+def reroll_(buf: torch.Tensor, dag: KeptDag, scratch: torch.Tensor) -> None:
+    """In place: rows of sizes 0-4 of ``buf (462, S)`` become the expected value of re-rolling
+    the missing dice, from the dice values in the last 252 rows. ``scratch``: ``(2, 252, S)``."""
     for size in range(4, -1, -1):
-        lv = dag.levels[size]
-        K[lv] = K.index_select(0, dag.child[lv].reshape(-1)).view(len(lv), 6, -1).mean(1)
-    return K
+        start, stop = dag.bounds[size]
+        n = stop - start
+        acc, tmp = scratch[0, :n], scratch[1, :n]
+        first, *rest = dag.children[size]
+        torch.index_select(buf, 0, first, out=acc)
+        for kids in rest:
+            acc.add_(torch.index_select(buf, 0, kids, out=tmp))
+        torch.div(acc, 6, out=buf[start:stop])
+
+
+def best_keep_(buf: torch.Tensor, dag: KeptDag, scratch: torch.Tensor) -> None:
+    """In place: each row becomes the value of keeping the best sub-multiset of its dice."""
+    for size in range(1, 6):
+        start = dag.bounds[size][0]
+        for parents in dag.parents[size]:  # the j-th parent concerns the first len(parents) rows
+            dst, tmp = buf[start : start + len(parents)], scratch[0, : len(parents)]
+            torch.maximum(dst, torch.index_select(buf, 0, parents, out=tmp), out=dst)
+
+
+def reroll_values(after: torch.Tensor, dag: KeptDag) -> torch.Tensor:
+    """``after (252, S)``: value of each final dice, in dice rows. Returns ``(462, S)`` in the
+    DAG's row layout (``dag.row_of_kept``): the expected value of each kept multiset."""
+    buf = after.new_empty(N_KEPT, after.shape[1])
+    buf[DICE_ROW:] = after
+    reroll_(buf, dag, after.new_empty(2, *after.shape))
+    return buf
 
 
 def best_keep(K: torch.Tensor, dag: KeptDag) -> torch.Tensor:
-    """``K (462, S)`` to ``(252, S)``: the value of each dice when its best sub-multiset is kept."""
-    best = K.clone()
-    for size in range(1, 6):
-        lv = dag.levels[size]
-        sub = best.index_select(0, dag.parent[lv].reshape(-1)).view(len(lv), 6, -1).amax(1)
-        best[lv] = torch.maximum(K[lv], sub)
-    return best.index_select(0, dag.dice_to_kept)
+    """``K (462, S)`` to ``(252, S)`` dice rows: each dice's value when its best sub-multiset is kept."""
+    buf = K.clone()
+    best_keep_(buf, dag, K.new_empty(1, 252, K.shape[1]))
+    return buf[DICE_ROW:]
 
 
 def _card_of(masks: torch.Tensor) -> torch.Tensor:
@@ -96,49 +144,75 @@ def box_values(
     V: torch.Tensor | None,
     rules: Rules,
     reduce: bool = True,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Value of scoring each final dice in the states ``(masks[i], uppers[i, j], flags[i, j])``.
 
-    ``masks (M,)``; ``uppers`` and ``flags`` ``(M, R)``: R states share each mask (the solver
-    passes all upper sums of a mask at once, a query passes R = 1). Dice-major output:
-    ``(252, M * R)`` for the best box (``reduce``) or ``(13, 252, M * R)`` per box, -inf where
+    ``masks (M,)``; ``uppers`` and ``flags`` ``(M, R)``: R states share each mask (a query passes
+    R = 1). Output in dice rows (``kept_dag().dice_of_row``): ``(252, M * R)`` for the best box
+    (``reduce``, written into ``out`` when given) or ``(13, 252, M * R)`` per box, -inf where
     illegal. The value is the points earned now (box, upper bonus reached, Yahtzee bonus) plus
     ``V`` of the next turn-start state (``V = None``: points now only, the greedy horizon).
+
+    Only the box's score depends on the dice; what follows it (bonus, next state's value) is
+    looked up once per state, or once per possible score (0-5 of a face) for an upper box.
     """
     device = masks.device
     dtype = V.dtype if V is not None else torch.float64
     M, R = uppers.shape
-    dice = torch.arange(252, device=device)
-    card = _card_of(masks)  # scores and legality depend on the filled boxes only
-    scores, legal, _ = box_options(dice.view(252, 1).expand(252, M), card.expand(252, M, N_BOXES), rules)
+    T, dag = tables(device), kept_dag(device)
+    dice = dag.dice_of_row
+    scores, legal, _ = box_options(dice.view(252, 1).expand(252, M), _card_of(masks).expand(252, M, N_BOXES), rules)
     scores = scores.to(dtype).unsqueeze(2)  # (252, M, 1, 13)
-    legal = legal.unsqueeze(2)
     flat = V.reshape(-1) if V is not None else None
-    out = None if reduce else torch.full((N_BOXES, 252, M, R), NEG, dtype=dtype, device=device)
+    if reduce:
+        out = torch.empty(252, M * R, dtype=dtype, device=device) if out is None else out
+        best: torch.Tensor | None = None  # the first box writes straight into ``out``
+    else:
+        per_box = torch.full((N_BOXES, 252, M, R), NEG, dtype=dtype, device=device)
+    scratch = torch.empty(252, M, R, dtype=dtype, device=device)
+    yahtzees = T.is_yahtzee[dice].nonzero().squeeze(1)  # their dice rows
     for b in rules.boxes:
-        if bool((masks >> b & 1).all()):
+        is_open = (masks >> b & 1) == 0
+        if not bool(is_open.any()):
             continue
-        s = scores[..., b]  # (252, M, 1)
+        value = out.view(252, M, R) if reduce and best is None else scratch
         nxt = (masks | (1 << b)).view(M, 1)
-        if b < 6:
-            u2 = (uppers + s.long()).clamp(max=UPPER_BONUS_THRESHOLD)  # (252, M, R)
-            value = s + ((uppers < UPPER_BONUS_THRESHOLD) & (u2 >= UPPER_BONUS_THRESHOLD)) * UPPER_BONUS
+        # Where legality is just "the box is open" it is applied per state, not per dice.
+        closed = ~is_open.view(M, 1)
+        if b < 6:  # the box scores face x count: one value per count 0-5, picked per dice
+            s = torch.arange(6, device=device).view(6, 1, 1) * (b + 1)
+            u2 = (uppers + s).clamp(max=UPPER_BONUS_THRESHOLD)  # (6, M, R)
+            after = (s + ((uppers < UPPER_BONUS_THRESHOLD) & (u2 >= UPPER_BONUS_THRESHOLD)) * UPPER_BONUS).to(dtype)
+            if flat is not None:
+                after += flat[(nxt * N_UPPER + u2) * 2 + flags]
+            torch.index_select(after.masked_fill_(closed, NEG), 0, T.counts[dice, b], out=value)
         else:
-            u2, value = uppers, s
-        if flat is not None:
-            y2 = flags
-            if b == YAHTZEE_BOX and rules.yahtzee_bonus:
-                y2 = torch.where(s == 50, 1, flags)  # scoring 50 here makes later Yahtzees earn the bonus
-            value = value + flat[(nxt * N_UPPER + u2) * 2 + y2]
-        value = torch.where(legal[..., b], value, NEG).expand(252, M, R)
-        if reduce:
-            out = value if out is None else torch.maximum(out, value)
+            s = scores[..., b]  # (252, M, 1)
+            if flat is None:
+                nv = torch.zeros(M, R, dtype=dtype, device=device)
+            else:
+                nv = flat[(nxt * N_UPPER + uppers) * 2 + flags]  # (M, R)
+            nv = nv.masked_fill(closed, NEG)
+            torch.add(s, nv, out=value)
+            if flat is not None and b == YAHTZEE_BOX and rules.yahtzee_bonus:
+                # A Yahtzee scored here (50) makes later Yahtzees earn the bonus: flag 1 next.
+                nv50 = flat[(nxt * N_UPPER + uppers) * 2 + 1].masked_fill(closed, NEG)
+                value[yahtzees] = (s[yahtzees] + nv50).expand(len(yahtzees), M, R)
+        if not torch.equal(legal[..., b], is_open.expand(252, M)):  # e.g. the forced joker
+            value.masked_fill_(~legal[..., b].unsqueeze(2), NEG)
+        if not reduce:
+            per_box[b] = value
+        elif best is None:
+            best = value
         else:
-            out[b] = value
+            torch.maximum(best, value, out=best)
+    result = best if reduce else per_box
+    if result is None:  # every box filled: no move left
+        return out.fill_(NEG)
     if rules.yahtzee_bonus:
-        is_yahtzee = tables(device).is_yahtzee.to(dtype).view(252, 1, 1)
-        out = out + is_yahtzee * (flags.to(dtype) * YAHTZEE_BONUS)
-    return out.flatten(-2)
+        result[..., yahtzees, :, :] += flags.to(dtype) * YAHTZEE_BONUS
+    return out if reduce else per_box.flatten(-2)
 
 
 def turn_start_values(
@@ -146,7 +220,13 @@ def turn_start_values(
 ) -> torch.Tensor:
     """Expected points from the start of a turn on, ``(M * R,)``: the three stages backwards."""
     dag = kept_dag(masks.device)
-    after_last = box_values(masks, uppers, flags, V, rules)
-    at_second = best_keep(reroll_values(after_last, dag), dag)
-    at_first = best_keep(reroll_values(at_second, dag), dag)
-    return tables(masks.device).first_roll.to(at_first.dtype) @ at_first
+    S = uppers.numel()
+    dtype = V.dtype if V is not None else torch.float64
+    buf = torch.empty(N_KEPT, S, dtype=dtype, device=masks.device)
+    scratch = torch.empty(2, 252, S, dtype=dtype, device=masks.device)
+    dice_rows = buf[DICE_ROW:]
+    box_values(masks, uppers, flags, V, rules, out=dice_rows)  # after the last roll
+    for _ in range(2):  # the keep before the third roll, then before the second
+        reroll_(buf, dag, scratch)
+        best_keep_(buf, dag, scratch)
+    return tables(masks.device).first_roll[dag.dice_of_row].to(dtype) @ dice_rows
