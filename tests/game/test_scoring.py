@@ -156,3 +156,29 @@ def test_bad_rules_name_themselves():
         Rules(boxes=(0, 13))
     with pytest.raises(ValueError, match="colour"):
         Rules.from_dict({"colour": "red"})
+
+
+@pytest.mark.parametrize("joker", ["free", "forced", "off"])
+def test_scoring_one_chosen_box_agrees_with_the_all_box_options(joker):
+    """A step evaluates only the chosen box; it must agree with ``box_options`` on every box,
+    joker positions included (Yahtzee dice on cards whose Yahtzee box is filled)."""
+    from yahtzee_lightning.game import legal_mask, random_partial_cards, tables
+
+    rules = Rules(joker=joker)
+    g = torch.Generator().manual_seed(1)
+    n = 4000
+    cards = random_partial_cards((n,), rules, generator=g)
+    cards[: n // 2, 12] = torch.where(torch.rand(n // 2, generator=g) < 0.5, 50, 0)  # Yahtzee box filled
+    dice = torch.randint(0, 252, (n,), generator=g)
+    dice[::3] = tables().is_yahtzee.nonzero()[torch.randint(0, 6, (len(dice[::3]),), generator=g)].squeeze(1)
+    all_scores, all_legal, bonus = box_options(dice, cards, rules)
+    assert torch.equal(legal_mask(dice, cards, rules), all_legal)
+    bonuses = torch.zeros(n, dtype=torch.int64)
+    for b in range(13):
+        box = torch.full((n,), b)
+        new_card, new_bonuses, reward, legal = score_box(dice, cards, bonuses, box, rules)
+        assert torch.equal(legal, all_legal[:, b])
+        expected = torch.where(legal, card_total(new_card, new_bonuses) - card_total(cards, bonuses), 0)
+        assert torch.equal(reward, expected)
+        assert torch.equal(torch.where(legal, new_card[:, b], 0), all_scores[:, b])
+        assert torch.equal(new_bonuses, torch.where(legal, bonus // 100, 0))

@@ -15,7 +15,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Bounded
 
-from ..game import N_BOXES, OPEN, GameState, box_options, card_total, engine, upper_sum
+from ..game import N_BOXES, OPEN, GameState, card_total, engine, legal_mask, upper_sum
 from ..game.rules import N_ROLLS
 from ..players.base import Player
 from . import keys as K
@@ -145,7 +145,7 @@ class MultiPlayerYahtzeeEnv(YahtzeeEnv):
     def _view(self, seat: torch.Tensor) -> tuple[TensorDict, GameState, torch.Tensor]:
         """The observation of the player at ``seat``: its own state and the others' cards."""
         own = self._select(seat)
-        legal = box_options(own.dice_idx, own.card, self.rules)[1]
+        legal = legal_mask(own.dice_idx, own.card, self.rules)
         td = observe(own, legal)
         others = self._others(seat)
         cards = self._match.card.gather(1, others.unsqueeze(-1).expand(-1, -1, N_BOXES))

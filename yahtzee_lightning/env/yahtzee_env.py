@@ -7,7 +7,7 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Binary, Bounded, Categorical, Composite, Unbounded
 from torchrl.envs import EnvBase
 
-from ..game import BOX_NAMES, N_BOXES, N_DICE, N_KEEPS, OPEN, GameState, Rules, box_options, card_total, engine
+from ..game import BOX_NAMES, N_BOXES, N_DICE, N_KEEPS, OPEN, GameState, Rules, card_total, engine, legal_mask
 from ..game.rules import N_ROLLS
 from . import keys as K
 
@@ -22,9 +22,21 @@ def _choice(name: str, value: str, options: tuple[str, ...]) -> str:
     return value
 
 
-def observe(state: GameState, box_mask: torch.Tensor) -> TensorDict:
-    """The raw-state observation of a batch of games (any batch shape), with its masks."""
+def observe(
+    state: GameState,
+    box_mask: torch.Tensor,
+    score: torch.Tensor | None = None,
+    keep_mask: torch.Tensor | None = None,
+) -> TensorDict:
+    """The raw-state observation of a batch of games (any batch shape), with its masks.
+
+    ``score`` (the card's total) and ``keep_mask`` (every keep is always legal) may be passed in
+    by a caller that keeps them, to save recomputing them every step.
+    """
     shape = state.dice_idx.shape
+    device = state.card.device
+    if keep_mask is None:
+        keep_mask = torch.ones(*shape, N_KEEPS, dtype=torch.bool, device=device)
     return TensorDict(
         {
             K.DICE: state.dice,
@@ -32,8 +44,8 @@ def observe(state: GameState, box_mask: torch.Tensor) -> TensorDict:
             K.ROLL: state.roll,
             K.TURN: state.turn,
             K.YAHTZEE_BONUSES: state.yahtzee_bonuses,
-            K.SCORE: card_total(state.card, state.yahtzee_bonuses),
-            K.KEEP_MASK: torch.ones(*shape, N_KEEPS, dtype=torch.bool, device=state.card.device),
+            K.SCORE: card_total(state.card, state.yahtzee_bonuses) if score is None else score,
+            K.KEEP_MASK: keep_mask,
             K.BOX_MASK: box_mask,
         },
         batch_size=shape,
@@ -89,6 +101,9 @@ class YahtzeeEnv(EnvBase):
         self._generator.manual_seed(int(torch.empty((), dtype=torch.int64).random_()) if seed is None else seed)
         self._make_specs()
         self._state: GameState | None = None
+        self._score: torch.Tensor | None = None  # each game's total, kept up to date by its rewards
+        # Every keep is always legal: one all-True mask, shared by every observation (never written).
+        self._keep_mask = torch.ones(*self.batch_size, N_KEEPS, dtype=torch.bool, device=self.device)
 
     # ----------------------------------------------------------------- specs
     def _make_specs(self) -> None:
@@ -135,11 +150,9 @@ class YahtzeeEnv(EnvBase):
             card = engine.random_partial_cards(shape, self.rules, self.device, self._generator)
         return engine.new_games(shape, self.rules, self.device, self._generator, card=card)
 
-    def _observe(self, state: GameState, box_mask: torch.Tensor) -> TensorDict:
-        """The observation of ``state``; the action spec's masks follow it."""
-        td = observe(state, box_mask)
-        if self.keep_format == "pattern":
-            self.action_spec[K.ACTION, "keep"].update_mask(td[K.KEEP_MASK])
+    def _observe(self, state: GameState, box_mask: torch.Tensor, score: torch.Tensor | None = None) -> TensorDict:
+        """The observation of ``state``; the action spec's box mask follows it (keeps are always legal)."""
+        td = observe(state, box_mask, score, self._keep_mask)
         # A finished game has no legal box; its action is never used, so let the spec sample any.
         self.action_spec[K.ACTION, "box"].update_mask(box_mask | ~box_mask.any(-1, keepdim=True))
         return td
@@ -156,9 +169,9 @@ class YahtzeeEnv(EnvBase):
         reset = None if tensordict is None else tensordict.get("_reset", None)
         if reset is not None and self._state is not None:
             fresh = fresh.where(reset.reshape(self.batch_size), self._state)
-        self._state = fresh
-        _, legal, _ = box_options(fresh.dice_idx, fresh.card, self.rules)
-        out = self._observe(fresh, legal)
+        score = fresh.score
+        self._state, self._score = fresh, score
+        out = self._observe(fresh, legal_mask(fresh.dice_idx, fresh.card, self.rules), score)
         done = torch.zeros(*self.batch_size, 1, dtype=torch.bool, device=self.device)
         out.set(K.DONE, done)
         out.set(K.TERMINATED, done.clone())
@@ -182,8 +195,8 @@ class YahtzeeEnv(EnvBase):
         if self.task == "single_turn":
             done = done | (state.roll == N_ROLLS - 1)
         self._state = next_state
-        _, legal, _ = box_options(next_state.dice_idx, next_state.card, self.rules)
-        out = self._observe(next_state, legal)
+        self._score = self._score + result.reward
+        out = self._observe(next_state, legal_mask(next_state.dice_idx, next_state.card, self.rules), self._score)
         out.set(K.REWARD, result.reward.to(torch.float32).unsqueeze(-1))
         out.set(K.DONE, done.unsqueeze(-1))
         out.set(K.TERMINATED, done.unsqueeze(-1).clone())

@@ -16,7 +16,7 @@ from .engine import (
     step,
 )
 from .rules import BOX_NAMES, N_BOXES, N_DICE, N_FACES, N_KEEPS, N_ROLLS, Rules
-from .scoring import OPEN, box_options, card_total, empty_card, score_box, upper_sum
+from .scoring import OPEN, box_options, card_total, empty_card, legal_mask, score_box, upper_sum
 from .tables import Tables, tables
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "empty_card",
     "keep_bits_to_pattern",
     "legal_boxes",
+    "legal_mask",
     "new_games",
     "random_partial_cards",
     "reroll",

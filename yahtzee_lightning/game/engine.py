@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 import torch
 
 from .rules import N_DICE, N_FACES, N_ROLLS, Rules
-from .scoring import OPEN, box_options, card_total, empty_card, score_box
+from .scoring import OPEN, card_total, empty_card, legal_mask, score_box
 from .tables import tables, take
 
 
@@ -156,23 +156,23 @@ def step(
     that check (the env raises on them).
     """
     scoring = state.roll == N_ROLLS - 1
-    new_card, new_bonus, reward, legal = score_box(state.dice_idx, state.card, state.yahtzee_bonuses, box, rules)
-    legal = legal | ~scoring
-    reward = torch.where(scoring, reward, 0)
+    new_card, new_bonus, reward, legal = score_box(
+        state.dice_idx, state.card, state.yahtzee_bonuses, box, rules, scoring=scoring
+    )
+    scored = scoring & legal
     # A scoring game rolls all five (pattern 0 keeps nothing).
     keep = torch.where(scoring, 0, keep.long())
-    dice_idx = reroll(state.dice_idx, keep, generator=generator)
     next_state = GameState(
-        dice_idx=dice_idx,
-        card=torch.where(scoring.unsqueeze(-1), new_card, state.card),
+        dice_idx=reroll(state.dice_idx, keep, generator=generator),
+        card=new_card,  # unchanged where no box was scored
         roll=torch.where(scoring, 0, state.roll + 1),
-        turn=state.turn + scoring.long(),
-        yahtzee_bonuses=torch.where(scoring, new_bonus, state.yahtzee_bonuses),
+        turn=state.turn + scored.long(),
+        yahtzee_bonuses=new_bonus,
     )
-    game_over = (next_state.card != OPEN).all(-1)
-    return StepResult(next_state, reward, legal, game_over)
+    game_over = next_state.turn == len(rules.boxes)  # every box in play filled
+    return StepResult(next_state, reward, legal | ~scoring, game_over)
 
 
 def legal_boxes(state: GameState, rules: Rules) -> torch.Tensor:
     """Boxes that may be scored with the current dice ``(..., 13)``."""
-    return box_options(state.dice_idx, state.card, rules)[1]
+    return legal_mask(state.dice_idx, state.card, rules)

@@ -32,6 +32,53 @@ def card_total(card: torch.Tensor, yahtzee_bonuses: torch.Tensor) -> torch.Tenso
     return card.clamp(min=0).sum(-1) + bonus + YAHTZEE_BONUS * yahtzee_bonuses
 
 
+def _evaluate(
+    dice_idx: torch.Tensor, card: torch.Tensor, rules: Rules, box: torch.Tensor | None = None, scores: bool = True
+) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]:
+    """The one implementation of box scores, legality and the Yahtzee bonus.
+
+    ``box=None`` evaluates every box (``(..., 13)`` scores and legality); a ``box (...)`` tensor
+    evaluates only that box per game (``(...)`` outputs), which is all a step needs.
+    ``scores=False`` skips the scores (legality alone is one comparison without the forced joker).
+    """
+    T = tables(dice_idx.device)
+    chosen = None if box is None else box.long().unsqueeze(-1)
+    open_ = (card if chosen is None else card.gather(-1, chosen)) == OPEN
+    yahtzee = take(T.is_yahtzee, dice_idx)
+    yahtzee_box = card[..., YAHTZEE_BOX]
+    if rules.yahtzee_bonus:
+        bonus = (yahtzee & (yahtzee_box == 50)).long() * YAHTZEE_BONUS
+    else:
+        bonus = torch.zeros_like(dice_idx)
+    legal, row = open_, dice_idx
+    if rules.joker_active:
+        joker = yahtzee & (yahtzee_box != OPEN)
+        face = take(T.yahtzee_face, dice_idx).clamp(min=0)
+        own_open = card.gather(-1, face.unsqueeze(-1)).squeeze(-1) == OPEN
+        # Full house and the straights take joker values only once the Yahtzee's own upper box is
+        # filled (under the forced rule the dice must go there first; under free choice they may
+        # go elsewhere, but then they are no joker). This is the rule behind 254.5896.
+        row = dice_idx + 252 * (joker & ~own_open).long()  # joker rows follow the base rows
+        if rules.joker == "forced":
+            boxes = torch.arange(N_BOXES, device=card.device) if chosen is None else chosen
+            lower_open = (card[..., 6:] == OPEN).any(-1, keepdim=True)
+            allowed = torch.where(
+                own_open.unsqueeze(-1),
+                boxes == face.unsqueeze(-1),  # the Yahtzee's own upper box first
+                torch.where(lower_open, boxes >= 6, boxes < 6),  # then any lower box, then any upper
+            )
+            legal = open_ & (~joker.unsqueeze(-1) | allowed)
+    if chosen is not None:
+        legal = legal.squeeze(-1)
+    if not scores:
+        return None, legal, bonus
+    if chosen is None:
+        values = take(T.score_rows, row)
+    else:
+        values = take(T.score_rows.view(-1), row * N_BOXES + box.long())
+    return torch.where(legal, values, 0), legal, bonus
+
+
 def box_options(
     dice_idx: torch.Tensor, card: torch.Tensor, rules: Rules
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -41,63 +88,38 @@ def box_options(
     is the +100 Yahtzee bonus (0 or 100) that scoring these dice in any legal box earns.
     Scores of illegal boxes are 0.
     """
-    T = tables(dice_idx.device)
-    open_ = card == OPEN
-    yahtzee = take(T.is_yahtzee, dice_idx)
-    yahtzee_filled = card[..., YAHTZEE_BOX] != OPEN
-    if rules.yahtzee_bonus:
-        bonus = (yahtzee & (card[..., YAHTZEE_BOX] == 50)).long() * YAHTZEE_BONUS
-    else:
-        bonus = torch.zeros_like(dice_idx)
-    legal = open_
-    if rules.joker_active:
-        joker = yahtzee & yahtzee_filled
-        face = take(T.yahtzee_face, dice_idx).clamp(min=0)
-        own_open = open_.gather(-1, face.unsqueeze(-1)).squeeze(-1)
-        # Full house and the straights take joker values only once the Yahtzee's own upper box is
-        # filled (under the forced rule the dice must go there first; under free choice they may
-        # go elsewhere, but then they are no joker). This is the rule behind 254.5896.
-        use_joker_values = joker & ~own_open
-        scores = torch.where(
-            use_joker_values.unsqueeze(-1), take(T.joker_scores, dice_idx), take(T.base_scores, dice_idx)
-        )
-        if rules.joker == "forced":
-            lower_open = open_[..., 6:].any(-1)
-            upper_only = torch.zeros_like(open_)
-            upper_only.scatter_(-1, face.unsqueeze(-1), True)
-            lower = torch.zeros_like(open_)
-            lower[..., 6:] = True
-            upper = ~lower
-            allowed = torch.where(
-                own_open.unsqueeze(-1), upper_only, torch.where(lower_open.unsqueeze(-1), lower, upper)
-            )
-            legal = torch.where(joker.unsqueeze(-1), open_ & allowed, open_)
-    else:
-        scores = take(T.base_scores, dice_idx)
-    scores = torch.where(legal, scores, 0)
-    return scores, legal, bonus
+    return _evaluate(dice_idx, card, rules)
+
+
+def legal_mask(dice_idx: torch.Tensor, card: torch.Tensor, rules: Rules) -> torch.Tensor:
+    """Which boxes may be scored with these dice ``(..., 13)``, without computing the scores."""
+    return _evaluate(dice_idx, card, rules, scores=False)[1]
 
 
 def score_box(
-    dice_idx: torch.Tensor, card: torch.Tensor, yahtzee_bonuses: torch.Tensor, box: torch.Tensor, rules: Rules
+    dice_idx: torch.Tensor,
+    card: torch.Tensor,
+    yahtzee_bonuses: torch.Tensor,
+    box: torch.Tensor,
+    rules: Rules,
+    scoring: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Score ``dice`` in ``box``: returns ``(new_card, new_yahtzee_bonuses, reward, legal)``.
 
     The reward is the change in total score (box + upper bonus reached + Yahtzee bonus).
-    ``legal`` says per game whether the box was allowed; illegal games are left unchanged.
+    ``legal`` says per game whether the box was allowed; illegal games are left unchanged, and
+    so are games outside ``scoring`` (a bool mask; None = every game scores).
     """
-    scores, legal_boxes, bonus = box_options(dice_idx, card, rules)
     box = box.long()
-    legal = legal_boxes.gather(-1, box.unsqueeze(-1)).squeeze(-1)
-    value = scores.gather(-1, box.unsqueeze(-1)).squeeze(-1)
+    value, legal, bonus = _evaluate(dice_idx, card, rules, box=box)
+    write = legal if scoring is None else legal & scoring
     before = upper_sum(card)
-    new_card = card.scatter(-1, box.unsqueeze(-1), value.unsqueeze(-1))
-    new_card = torch.where(legal.unsqueeze(-1), new_card, card)
-    after = upper_sum(new_card)
-    crossed = (before < UPPER_BONUS_THRESHOLD) & (after >= UPPER_BONUS_THRESHOLD)
-    bonus = torch.where(legal, bonus, 0)
-    reward = torch.where(legal, value, 0) + crossed.long() * UPPER_BONUS + bonus
-    return new_card, yahtzee_bonuses + bonus // 100, reward, legal
+    chosen = box.unsqueeze(-1)
+    new_card = card.scatter(-1, chosen, torch.where(write, value, card.gather(-1, chosen).squeeze(-1)).unsqueeze(-1))
+    crossed = write & (box < 6) & (before < UPPER_BONUS_THRESHOLD) & (before + value >= UPPER_BONUS_THRESHOLD)
+    bonus = torch.where(write, bonus, 0)
+    reward = torch.where(write, value, 0) + crossed.long() * UPPER_BONUS + bonus
+    return new_card, yahtzee_bonuses + bonus // YAHTZEE_BONUS, reward, legal
 
 
 def empty_card(batch_shape: tuple[int, ...], rules: Rules, device: torch.device | str | None = None) -> torch.Tensor:

@@ -30,6 +30,7 @@ class Tables:
     transition: torch.Tensor  # (462, 252) float64: P(dice after re-roll | kept)
     base_scores: torch.Tensor  # (252, 13) int64 box scores without joker
     joker_scores: torch.Tensor  # (252, 13) int64 box scores of the dice played as a joker
+    score_rows: torch.Tensor  # (504, 13) int64: base_scores, then joker_scores (row d + 252 * joker)
     is_yahtzee: torch.Tensor  # (252,) bool
     yahtzee_face: torch.Tensor  # (252,) int64 face index 0..5 of a Yahtzee, -1 otherwise
     first_roll: torch.Tensor  # (252,) float64: P(dice) of a fresh roll of five
@@ -112,6 +113,7 @@ def _cpu_tables() -> Tables:
         transition=transition,
         base_scores=base_scores,
         joker_scores=joker_scores,
+        score_rows=torch.cat([base_scores, joker_scores]),
         is_yahtzee=is_yahtzee,
         yahtzee_face=yahtzee_face,
         first_roll=transition[kept_index[()]].clone(),
