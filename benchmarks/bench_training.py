@@ -1,7 +1,7 @@
 """Training throughput: env steps per second end to end, collection and update separately.
 
 For each algorithm and network size, a short run is timed phase by phase: collection (the
-TorchRL collector with the policy) and the update (the algorithm's loss, backward, step).
+TorchRL rollout with the policy into the preallocated batch) and the update (the algorithm's loss, backward, step).
 
     python benchmarks/bench_training.py [--games 2560] [--games-per-batch 128] [--json out.json]
 """
@@ -29,20 +29,18 @@ def measure(cls, net: dict, games: int, games_per_batch: int, device: str) -> di
     model.optimizers = lambda: opt  # the Trainer's wrapper is not needed to time the math
     model.manual_backward = lambda loss: loss.backward()
     model.lr_schedulers = lambda: torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
-    it = model.collector_iterator()
-    batch = next(it)  # warm-up
+    batch = model.collect()  # warm-up
     model.update(batch, {"beta_roll": 0.01, "beta_score": 0.01, "gamma": 0.99})
     collect = update = 0.0
     steps = 0
     for _ in range(max(1, games // games_per_batch)):
         t = time.perf_counter()
-        batch = next(it)
+        batch = model.collect()
         collect += time.perf_counter() - t
         t = time.perf_counter()
         model.update(batch, {"beta_roll": 0.01, "beta_score": 0.01, "gamma": 0.99})
         update += time.perf_counter() - t
         steps += batch.numel()
-    model._collector.shutdown()
     return {
         "steps": steps,
         "collect_s": collect,

@@ -12,9 +12,10 @@ class RankDigest(L.Callback):
     def __init__(self) -> None:
         self.rollout = None
 
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        if self.rollout is None:
-            self.rollout = batch["dice"].double().sum().item() + batch["card"].double().sum().item()
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if self.rollout is None:  # the games of the first update, played inside training_step
+            games = pl_module.last_batch
+            self.rollout = games["dice"].double().sum().item() + games["card"].double().sum().item()
 
     def on_train_end(self, trainer, pl_module) -> None:
         params = torch.cat([p.detach().double().flatten() for p in pl_module.parameters()])

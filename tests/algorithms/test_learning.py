@@ -96,3 +96,31 @@ def test_full_game_run_starts_from_single_turn_weights(tmp_path):
     mismatched = {**SMALL, "d_h": 32}
     with pytest.raises(ValueError, match="does not match"):
         A2C(init_from=str(tmp_path / "single.ckpt"), **mismatched)
+
+
+def test_every_update_learns_from_games_played_with_its_current_weights():
+    """On-policy: each batch's stored log-probs are the current policy's, even after big updates
+    (a data loader that prefetches would hand over games played one update ago)."""
+    import lightning as L
+
+    from yahtzee_lightning.env import keys as K
+    from yahtzee_lightning.nn import LOG_PROB, distribution
+
+    gaps = []
+
+    class Probe(Reinforce):
+        def learn(self, batch):
+            flat = batch.reshape(-1)
+            with torch.no_grad():
+                self.net.eval()
+                log_prob = distribution(self.net, flat)[0].log_prob(flat[K.KEEP], flat[K.BOX])
+                self.net.train()
+            gaps.append(float((log_prob - flat[LOG_PROB]).abs().max()))
+            return super().learn(batch)
+
+    model = Probe(d_h=16, n_layers=1, head_hidden=8, total_games=40, games_per_batch=8, evaluations=1)
+    model.hparams.update(eval_games=4, final_eval_games=0, lr=1e-2)
+    L.Trainer(
+        max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False, limit_val_batches=0
+    ).fit(model)
+    assert len(gaps) == 5 and max(gaps) < 1e-5

@@ -70,9 +70,7 @@ def test_every_spec_metric_is_logged_every_update(tmp_path, monkeypatch):
 def test_per_head_entropy_counts_only_the_steps_where_that_head_acts():
     torch.manual_seed(0)
     model = PPO(d_h=8, n_layers=1, head_hidden=8, total_games=20)
-    it = model.collector_iterator()
-    batch = next(it).reshape(-1)
-    model._collector.shutdown()
+    batch = model.collect().reshape(-1)
     rolling = batch[K.ROLL] < 2
     _, _, ent_keep, ent_box = model.evaluate_actions(batch[rolling])
     assert ent_keep > 0 and ent_box == 0  # no scoring step: the box head adds nothing

@@ -1,21 +1,26 @@
 """What every on-policy algorithm shares: collection, the update loop, schedules, metrics, evaluation.
 
-A subclass defines only its loss (:meth:`OnPolicyAlgorithm.update`). Collection runs a TorchRL
-``Collector`` over a batch of ``games_per_batch`` games, so every batch holds whole games; it is
-fed to Lightning as an iterable dataset, one collector per rank, seeded ``seed + rank``, and every
-rank yields the same number of batches. One Lightning epoch is one evaluation interval: the
-greedy policy plays ``eval_games`` full games in the validation loop, and a checkpoint follows.
+A subclass defines only its loss (:meth:`OnPolicyAlgorithm.update`). Each training step first
+collects a batch of ``games_per_batch`` whole games with the current weights (TorchRL's
+``env.rollout`` into one preallocated rollout TensorDict, on the module's device), then learns
+from it. Collecting inside the step, rather than in a data loader, keeps the algorithms on-policy:
+Lightning fetches a loader's next batch before the current update, which would play it with the
+weights of one update ago. One env per rank, seeded ``seed + rank``. One Lightning epoch is one
+evaluation interval: the greedy policy plays ``eval_games`` full games in the validation loop,
+and a checkpoint follows.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import lightning as L
 import torch
 from tensordict import TensorDictBase
 from torch.utils.data import DataLoader, IterableDataset
+from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from ..env import YahtzeeEnv
 from ..env import keys as K
@@ -26,20 +31,22 @@ from ..nn import LOG_PROB, PolicyModule, PolicyValueNet, distribution
 from ..schedules import anneal, lr_factor
 
 
-class _Collected(IterableDataset):
-    """``n`` batches from the module's collector (created on first use, kept across epochs)."""
+class _Updates(IterableDataset):
+    """``n`` update indices: the data itself is played inside ``training_step``."""
 
-    def __init__(self, module: OnPolicyAlgorithm, n: int) -> None:
-        self.module, self.n = module, n
+    def __init__(self, n: int) -> None:
+        self.n = n
 
     def __iter__(self):
-        it = self.module.collector_iterator()
-        for _ in range(self.n):
-            yield next(it)
+        yield from range(self.n)
 
 
-def _identity(x: Any) -> Any:
-    return x
+@dataclass
+class _Players:
+    """Collection's env and policy: held outside the module's registered children (and checkpoints)."""
+
+    env: YahtzeeEnv
+    policy: Any
 
 
 class _Once(IterableDataset):
@@ -119,8 +126,8 @@ class OnPolicyAlgorithm(L.LightningModule):
         if init_from:
             self._load_network(init_from)
         self.register_buffer("updates_done", torch.zeros((), dtype=torch.int64))
-        self._collector = None
-        self._collector_it = None
+        self._players: _Players | None = None  # env and policy of collection, built on first use
+        self.last_batch: TensorDictBase | None = None  # the preallocated rollout, refilled every update
         self.final_evaluation: dict | None = None
 
     NETWORK_KEYS = (
@@ -148,7 +155,7 @@ class OnPolicyAlgorithm(L.LightningModule):
         return PolicyValueNet(**self.network_kwargs(self.hparams))
 
     def collection_policy(self) -> Any:
-        """The TensorDict module that acts in the collector."""
+        """The TensorDict module that plays the games of a batch."""
         return PolicyModule(self.net)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
@@ -242,38 +249,34 @@ class OnPolicyAlgorithm(L.LightningModule):
             seed=seed,
         )
 
-    def collector_iterator(self):
-        if self._collector is None:
-            from torchrl.collectors import Collector
+    @torch.no_grad()
+    def collect(self) -> TensorDictBase:
+        """A batch ``(games_per_batch, steps)`` of whole games played now with the current weights.
 
+        TorchRL's ``env.rollout`` writes into the same preallocated TensorDict every update
+        (``last_batch``), on the module's device: no copy to the host, no allocation per batch.
+        """
+        if self._players is None:
             h = self.hparams
             # Seeded per rank, and per resume point so a resumed run does not replay its first games.
             seed = h.seed + self.global_rank + 7919 * int(self.updates_done)
-            env = self.make_env(h.games_per_batch, seed=seed)
-            steps = N_ROLLS * (1 if h.task == "single_turn" else self.rules.n_turns)
-            self._collector = Collector(
-                env,
-                self.collection_policy(),
-                frames_per_batch=h.games_per_batch * steps,
-                total_frames=-1,
-                device=self.device,
-                trust_policy=True,
-                auto_register_policy_transforms=False,  # the policy needs no env transform
+            self._players = _Players(self.make_env(h.games_per_batch, seed=seed), self.collection_policy())
+        steps = N_ROLLS * (1 if self.hparams.task == "single_turn" else self.rules.n_turns)
+        env, policy = self._players.env, self._players.policy
+        with set_exploration_type(ExplorationType.RANDOM):
+            self.last_batch = env.rollout(
+                steps, policy, break_when_any_done=False, out=self.last_batch, trust_policy=True
             )
-            self._collector_it = iter(self._collector)
-        return self._collector_it
+        return self.last_batch
 
     def train_dataloader(self) -> DataLoader:
-        # The batch is already a TensorDict of whole games: no collation.
-        return DataLoader(_Collected(self, self.updates_per_epoch), batch_size=None, collate_fn=_identity)
+        return DataLoader(_Updates(self.updates_per_epoch), batch_size=None)
 
     def val_dataloader(self) -> DataLoader:
         return DataLoader(_Once(), batch_size=None)
 
     def on_fit_end(self) -> None:
-        if self._collector is not None:
-            self._collector.shutdown()
-            self._collector = None
+        self._players, self.last_batch = None, None
 
     # ------------------------------------------------------------ the update
     def update(self, batch: TensorDictBase, coefs: dict[str, float]) -> dict[str, float]:
@@ -354,7 +357,12 @@ class OnPolicyAlgorithm(L.LightningModule):
         self.net.train(was)
         return approx_kl(old_log_prob, dist.log_prob(obs[K.KEEP], obs[K.BOX]))
 
-    def training_step(self, batch: TensorDictBase, batch_idx: int) -> None:
+    def training_step(self, update: int, batch_idx: int) -> None:
+        """One update: play a batch of whole games with the current weights, then learn from it."""
+        self.learn(self.collect())
+
+    def learn(self, batch: TensorDictBase) -> None:
+        """The update on a freshly collected batch, its schedules and its metrics."""
         beta_roll, beta_score = self.entropy_coefs()
         coefs = {"beta_roll": beta_roll, "beta_score": beta_score, "gamma": self.gamma()}
         stats = self.update(batch, coefs)

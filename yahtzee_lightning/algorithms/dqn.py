@@ -137,7 +137,7 @@ class DQN(OnPolicyAlgorithm):
         games = float(self.updates_done) * h.games_per_batch
         return max(h.eps_end, h.eps_start * h.eps_decay**games)
 
-    def training_step(self, batch: TensorDictBase, batch_idx: int) -> None:
+    def learn(self, batch: TensorDictBase) -> None:
         h = self.hparams
         self.explore.eps.fill_(self.epsilon())
         self.buffer.extend(batch.reshape(-1).select(*self.qvalues.in_keys, Q_ACTION, "next").cpu())
