@@ -1,9 +1,9 @@
-"""Environment throughput: raw core vs env.step vs env.rollout vs a TorchRL collector.
+"""Environment throughput: raw core vs env.step vs env.rollout (fresh or preallocated) vs a TorchRL collector.
 
 Every path plays the same masked random policy; throughput is reported in game steps per
 second and as a ratio to the raw core measured in the same run.
 
-    python benchmarks/bench_env.py [--sizes 1 64 1024 16384] [--seconds 1.0] [--json out.json]
+    python benchmarks/bench_env.py [--sizes 1 64 1024 16384 65536] [--seconds 1.0] [--json out.json]
 """
 
 from __future__ import annotations
@@ -74,9 +74,34 @@ def bench_env_step(n: int, seconds: float, device: str) -> float:
     return _timed(chunk, 39 * n, seconds)
 
 
+def bench_env_step_compiled(n: int, seconds: float, device: str) -> float:
+    """``env.step`` with the engine compiled (``YahtzeeEnv(compile=True)``); compilation is not timed."""
+    env = YahtzeeEnv(n, validate_actions=False, compile=True, device=device, seed=0)
+    state = {"td": env.reset()}
+
+    def chunk() -> None:
+        td = state["td"]
+        for _ in range(39):
+            _, td = env.step_and_maybe_reset(masked_random(td))
+        state["td"] = td
+
+    return _timed(chunk, 39 * n, seconds)
+
+
 def bench_rollout(n: int, seconds: float, device: str) -> float:
     env = YahtzeeEnv(n, validate_actions=False, device=device, seed=0)
     return _timed(lambda: env.rollout(39, masked_random, break_when_any_done=False), 39 * n, seconds)
+
+
+def bench_rollout_out(n: int, seconds: float, device: str) -> float:
+    """The training path: the same rollout written into one preallocated TensorDict each time."""
+    env = YahtzeeEnv(n, validate_actions=False, device=device, seed=0)
+    buf = {"out": None}
+
+    def chunk() -> None:
+        buf["out"] = env.rollout(39, masked_random, break_when_any_done=False, out=buf["out"])
+
+    return _timed(chunk, 39 * n, seconds)
 
 
 def bench_collector(n: int, seconds: float, device: str) -> float:
@@ -92,26 +117,36 @@ def bench_collector(n: int, seconds: float, device: str) -> float:
     return rate
 
 
-PATHS = {"core": bench_core, "env.step": bench_env_step, "rollout": bench_rollout, "collector": bench_collector}
+PATHS = {
+    "core": bench_core,
+    "env.step": bench_env_step,
+    "rollout": bench_rollout,
+    "rollout(out=)": bench_rollout_out,
+    "collector": bench_collector,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 1024, 16384])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 1024, 16384, 65536])
     parser.add_argument("--seconds", type=float, default=1.0, help="minimum timed seconds per cell")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    parser.add_argument("--compile", action="store_true", help="add env.step with the engine compiled")
     parser.add_argument("--json", default=None, help="write the results here")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    paths = dict(PATHS)
+    if args.compile:
+        paths["env.step(compiled)"] = bench_env_step_compiled
     rows = []
-    print(f"{'N':>7} " + " ".join(f"{p:>22}" for p in PATHS))
+    print(f"{'N':>7} " + " ".join(f"{p:>22}" for p in paths))
     for n in args.sizes:
-        rates = {p: fn(n, args.seconds, args.device) for p, fn in PATHS.items()}
-        cells = [f"{rates[p]:>12,.0f} ({rates[p] / rates['core']:4.2f}x)" for p in PATHS]
+        rates = {p: fn(n, args.seconds, args.device) for p, fn in paths.items()}
+        cells = [f"{rates[p]:>12,.0f} ({rates[p] / rates['core']:4.2f}x)" for p in paths]
         print(f"{n:>7} " + " ".join(f"{c:>22}" for c in cells), flush=True)
-        ratios = {p: rates[p] / rates["core"] for p in PATHS}
+        ratios = {p: rates[p] / rates["core"] for p in paths}
         rows.append({"num_envs": n, "steps_per_s": rates, "ratio_to_core": ratios})
     write_json(args.json, "env", rows, device=args.device)
     return 0

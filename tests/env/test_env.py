@@ -173,3 +173,12 @@ def test_gym_view_plays_a_whole_game():
     env.reset(seed=3)
     with pytest.raises(ValueError, match="illegal now"):
         env.step(40)  # a box during the keep decision
+
+
+def test_compiled_engine_plays_the_same_games():
+    """``compile=True`` fuses the engine's kernels; the games (dice, cards, rewards) must not change."""
+    policy = _first_legal_box
+    eager = YahtzeeEnv(6, seed=5).rollout(39 * 2, policy=policy, break_when_any_done=False)
+    compiled = YahtzeeEnv(6, seed=5, compile=True).rollout(39 * 2, policy=policy, break_when_any_done=False)
+    for key in (K.DICE, K.CARD, K.SCORE, K.BOX_MASK, ("next", K.REWARD), ("next", K.DONE)):
+        assert torch.equal(eager[key], compiled[key]), key
