@@ -133,11 +133,11 @@ def solve(
     """Build the whole table (float64) for ``rules`` on ``device``.
 
     ``chunk_states``: states solved per batch; by default small enough for the CPU's caches
-    (2048) or large enough to fill a GPU (262144).
+    (8192) or large enough to fill a GPU (262144).
     """
     rules = rules or Rules()
     device = torch.device(device)
-    chunk = chunk_states or (2048 if device.type == "cpu" else 262_144)
+    chunk = chunk_states or (8192 if device.type == "cpu" else 262_144)
     start = time.perf_counter()
     V = torch.zeros(N_MASKS, N_UPPER, 2, dtype=torch.float64, device=device)
     every_upper = torch.arange(N_UPPER, device=device).view(1, N_UPPER, 1)

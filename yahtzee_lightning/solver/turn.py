@@ -23,6 +23,7 @@ import torch
 
 from ..game import N_BOXES, OPEN, Rules, box_options, tables
 from ..game.rules import UPPER_BONUS, UPPER_BONUS_THRESHOLD, YAHTZEE_BONUS, YAHTZEE_BOX
+from ..game.tables import take
 
 N_MASKS = 1 << N_BOXES
 N_UPPER = UPPER_BONUS_THRESHOLD + 1
@@ -72,10 +73,12 @@ def _cpu_dag() -> KeptDag:
     row_of_dice = torch.empty_like(dice_of_row)
     row_of_dice[dice_of_row] = torch.arange(252)
     row_of_kept = torch.tensor([row[c] for c in counts])
+    assert T.is_yahtzee[dice_of_row][YAHTZEE_ROWS].all()
     return KeptDag(tuple(bounds), tuple(children), tuple(parents), row_of_kept, dice_of_row, row_of_dice)
 
 
 _DAGS: dict[torch.device, KeptDag] = {}
+YAHTZEE_ROWS = slice(252 - 6, 252)  # the six Yahtzees (one distinct face) are the last dice rows
 
 
 def kept_dag(device: torch.device | str | None = None) -> KeptDag:
@@ -132,6 +135,25 @@ def best_keep(K: torch.Tensor, dag: KeptDag) -> torch.Tensor:
     return buf[DICE_ROW:]
 
 
+@cache
+def _cpu_scoring_rows() -> dict[int, torch.Tensor]:
+    """Lower boxes that score on few dice (four of a kind, full house, straights, Yahtzee): the
+    dice rows where they may score, base or joker. Every other dice scores 0 there."""
+    T, dag = tables(), kept_dag()
+    can_score = (T.base_scores > 0) | (T.joker_scores > 0)
+    rows = {b: can_score[dag.dice_of_row, b].nonzero().squeeze(1) for b in range(6, N_BOXES)}
+    return {b: r for b, r in rows.items() if len(r) < 126}
+
+
+_SCORING_ROWS: dict[torch.device, dict[int, torch.Tensor]] = {}
+
+
+def scoring_rows(device: torch.device) -> dict[int, torch.Tensor]:
+    if device not in _SCORING_ROWS:
+        _SCORING_ROWS[device] = {b: r.to(device) for b, r in _cpu_scoring_rows().items()}
+    return _SCORING_ROWS[device]
+
+
 def _card_of(masks: torch.Tensor) -> torch.Tensor:
     bits = ((masks.unsqueeze(-1) >> torch.arange(N_BOXES, device=masks.device)) & 1).bool()
     return torch.where(bits, 0, OPEN)  # scores and legality depend on which boxes are filled only
@@ -155,15 +177,28 @@ def box_values(
     ``V`` of the next turn-start state (``V = None``: points now only, the greedy horizon).
 
     Only the box's score depends on the dice; what follows it (bonus, next state's value) is
-    looked up once per state, or once per possible score (0-5 of a face) for an upper box.
+    looked up once per state, or once per possible score (0-5 of a face) for an upper box. A box
+    that scores on few dice (:func:`scoring_rows`) is taken as a zero for every dice (one
+    running maximum per state) plus its score on those few rows.
     """
     device = masks.device
     dtype = V.dtype if V is not None else torch.float64
     M, R = uppers.shape
     T, dag = tables(device), kept_dag(device)
     dice = dag.dice_of_row
-    scores, legal, _ = box_options(dice.view(252, 1).expand(252, M), _card_of(masks).expand(252, M, N_BOXES), rules)
-    scores = scores.to(dtype).unsqueeze(2)  # (252, M, 1, 13)
+    # Scores and legality depend on the card only for a Yahtzee (the joker): every other dice
+    # scores its base score in any open box, so only the six Yahtzee rows are evaluated per mask.
+    base = take(T.base_scores, dice).to(dtype)  # (252, 13)
+    cards = _card_of(masks).expand(6, M, N_BOXES)
+    five_scores, five_legal, _ = box_options(dice[YAHTZEE_ROWS].view(6, 1).expand(6, M), cards, rules)
+    five_scores = five_scores.to(dtype).unsqueeze(2)  # (6, M, 1, 13)
+
+    def score_of(b: int) -> torch.Tensor:  # (252, M, 1): box b's score of every dice row
+        score = torch.empty(252, M, 1, dtype=dtype, device=device)
+        score[: YAHTZEE_ROWS.start] = base[: YAHTZEE_ROWS.start, b].view(-1, 1, 1)
+        score[YAHTZEE_ROWS] = five_scores[..., b]
+        return score
+
     flat = V.reshape(-1) if V is not None else None
     if reduce:
         out = torch.empty(252, M * R, dtype=dtype, device=device) if out is None else out
@@ -171,15 +206,39 @@ def box_values(
     else:
         per_box = torch.full((N_BOXES, 252, M, R), NEG, dtype=dtype, device=device)
     scratch = torch.empty(252, M, R, dtype=dtype, device=device)
-    yahtzees = T.is_yahtzee[dice].nonzero().squeeze(1)  # their dice rows
+    sparse_rows = scoring_rows(device) if reduce else {}
+    zero_any: torch.Tensor | None = None  # best "score 0 in a sparse box" per state, for any dice
+    zero_yahtzee: torch.Tensor | None = None  # the same without the Yahtzee box (a Yahtzee scores 50 there)
+    sparse: list[tuple[torch.Tensor, torch.Tensor]] = []  # (rows, their values) of the sparse boxes
     for b in rules.boxes:
         is_open = (masks >> b & 1) == 0
         if not bool(is_open.any()):
             continue
-        value = out.view(252, M, R) if reduce and best is None else scratch
         nxt = (masks | (1 << b)).view(M, 1)
         # Where legality is just "the box is open" it is applied per state, not per dice.
         closed = ~is_open.view(M, 1)
+        per_dice = not torch.equal(five_legal[..., b], is_open.expand(6, M))  # e.g. the forced joker
+        if b >= 6:
+            s = score_of(b)  # (252, M, 1)
+            if flat is None:
+                nv = torch.zeros(M, R, dtype=dtype, device=device)
+            else:
+                nv = flat[(nxt * N_UPPER + uppers) * 2 + flags]  # (M, R)
+            nv = nv.masked_fill(closed, NEG)
+            after_yahtzee = nv
+            if flat is not None and b == YAHTZEE_BOX and rules.yahtzee_bonus:
+                # A Yahtzee scored here (50) makes later Yahtzees earn the bonus: flag 1 next.
+                after_yahtzee = flat[(nxt * N_UPPER + uppers) * 2 + 1].masked_fill(closed, NEG)
+            rows = sparse_rows.get(b)
+            if rows is not None and not per_dice:
+                zero_any = nv if zero_any is None else torch.maximum(zero_any, nv)
+                if b != YAHTZEE_BOX:
+                    zero_yahtzee = nv if zero_yahtzee is None else torch.maximum(zero_yahtzee, nv)
+                    sparse.append((rows, s[rows] + nv))
+                else:
+                    sparse.append((rows, s[rows] + after_yahtzee))
+                continue
+        value = out.view(252, M, R) if reduce and best is None else scratch
         if b < 6:  # the box scores face x count: one value per count 0-5, picked per dice
             s = torch.arange(6, device=device).view(6, 1, 1) * (b + 1)
             u2 = (uppers + s).clamp(max=UPPER_BONUS_THRESHOLD)  # (6, M, R)
@@ -188,30 +247,31 @@ def box_values(
                 after += flat[(nxt * N_UPPER + u2) * 2 + flags]
             torch.index_select(after.masked_fill_(closed, NEG), 0, T.counts[dice, b], out=value)
         else:
-            s = scores[..., b]  # (252, M, 1)
-            if flat is None:
-                nv = torch.zeros(M, R, dtype=dtype, device=device)
-            else:
-                nv = flat[(nxt * N_UPPER + uppers) * 2 + flags]  # (M, R)
-            nv = nv.masked_fill(closed, NEG)
             torch.add(s, nv, out=value)
-            if flat is not None and b == YAHTZEE_BOX and rules.yahtzee_bonus:
-                # A Yahtzee scored here (50) makes later Yahtzees earn the bonus: flag 1 next.
-                nv50 = flat[(nxt * N_UPPER + uppers) * 2 + 1].masked_fill(closed, NEG)
-                value[yahtzees] = (s[yahtzees] + nv50).expand(len(yahtzees), M, R)
-        if not torch.equal(legal[..., b], is_open.expand(252, M)):  # e.g. the forced joker
-            value.masked_fill_(~legal[..., b].unsqueeze(2), NEG)
+            if after_yahtzee is not nv:
+                value[YAHTZEE_ROWS] = s[YAHTZEE_ROWS] + after_yahtzee
+        if per_dice:  # only a Yahtzee can be barred from an open box
+            value[YAHTZEE_ROWS].masked_fill_(~five_legal[..., b].unsqueeze(2), NEG)
         if not reduce:
             per_box[b] = value
         elif best is None:
             best = value
         else:
             torch.maximum(best, value, out=best)
+    if zero_any is not None:  # the sparse boxes: their zeros for every dice, then their few scores
+        if best is None:
+            best = out.view(252, M, R).fill_(NEG)
+        others, fives = best[: YAHTZEE_ROWS.start], best[YAHTZEE_ROWS]
+        torch.maximum(others, zero_any, out=others)
+        if zero_yahtzee is not None:
+            torch.maximum(fives, zero_yahtzee, out=fives)
+        for rows, values in sparse:
+            best.index_copy_(0, rows, torch.maximum(best.index_select(0, rows), values))
     result = best if reduce else per_box
     if result is None:  # every box filled: no move left
         return out.fill_(NEG)
     if rules.yahtzee_bonus:
-        result[..., yahtzees, :, :] += flags.to(dtype) * YAHTZEE_BONUS
+        result[..., YAHTZEE_ROWS, :, :] += flags.to(dtype) * YAHTZEE_BONUS
     return out if reduce else per_box.flatten(-2)
 
 
