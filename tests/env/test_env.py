@@ -175,8 +175,9 @@ def test_gym_view_plays_a_whole_game():
         env.step(40)  # a box during the keep decision
 
 
-def test_compiled_engine_plays_the_same_games():
-    """``compile=True`` fuses the engine's kernels; the games (dice, cards, rewards) must not change."""
+def test_torchrl_compile_plays_the_same_games():
+    """TorchRL's ``compile=True`` (``step_and_maybe_reset`` through ``torch.compile``) works on this
+    env: the games (dice, cards, rewards) are the eager ones."""
     policy = _first_legal_box
     eager = YahtzeeEnv(6, seed=5).rollout(39 * 2, policy=policy, break_when_any_done=False)
     compiled = YahtzeeEnv(6, seed=5, compile=True).rollout(39 * 2, policy=policy, break_when_any_done=False)

@@ -66,7 +66,6 @@ class OnPolicyAlgorithm(L.LightningModule):
     in batches of ``games_per_batch``, ``evaluations`` evaluation intervals of ``eval_games``
     games each, and a final evaluation of ``final_eval_games`` (0 = skip) against the optimum.
     ``init_from``: a Lightning checkpoint whose network weights start this run (transfer).
-    ``compile_env``: the solitaire env's rules engine through ``torch.compile`` (long runs).
     ``n_players`` >= 2 trains against ``opponent`` (random, greedy, optimal, an agent folder, or
     ``self``: the learner's own current policy, for self-play) in the N-player env
     with ``reward`` (win, margin, fixed_target, moving_target, score); use features that see the
@@ -115,7 +114,6 @@ class OnPolicyAlgorithm(L.LightningModule):
         opponent: str = "random",
         reward: str = "win",
         init_from: str | None = None,
-        compile_env: bool = False,
         seed: int = 0,
     ) -> None:
         super().__init__()
@@ -247,7 +245,6 @@ class OnPolicyAlgorithm(L.LightningModule):
             rules=self.rules,
             start_card=h.start_card,
             validate_actions=False,
-            compile=h.get("compile_env", False),
             device=self.device,
             seed=seed,
         )

@@ -71,9 +71,8 @@ class YahtzeeEnv(EnvBase):
         start_card: ``empty`` or ``random`` (a random partly filled card); single turn only
             uses it unless ``task == "full_game"`` and it is ``empty``.
         validate_actions: raise on an illegal box or out-of-range action (costs a sync).
-        compile: run the rules engine's step and legality through ``torch.compile`` (fused
-            kernels: about 1.5x the raw step on 2 CPU cores after ~20 s of compilation, see
-            BENCHMARKS.md; for long runs). Trajectories are identical to the eager ones.
+        compile: (TorchRL's own keyword) compile ``step_and_maybe_reset`` with ``torch.compile``;
+            on the CPU it does not pay (BENCHMARKS.md).
         device: where games, tables and outputs live.
         seed: seeds the env's own generator.
     """
@@ -89,7 +88,6 @@ class YahtzeeEnv(EnvBase):
         keep_format: str = "pattern",
         start_card: str = "empty",
         validate_actions: bool = True,
-        compile: bool = False,
         device: torch.device | str = "cpu",
         seed: int | None = None,
     ) -> None:
@@ -101,9 +99,6 @@ class YahtzeeEnv(EnvBase):
         self.start_card = _choice("start_card", start_card, START_CARDS)
         self.rules = rules if isinstance(rules, Rules) else Rules.from_dict(rules)
         self.validate_actions = validate_actions
-        # The engine functions this env calls: eager, or compiled once per env (static shapes).
-        self._engine_step = torch.compile(engine.step, dynamic=False) if compile else engine.step
-        self._legal_mask = torch.compile(legal_mask, dynamic=False) if compile else legal_mask
         self._generator = torch.Generator(device=self.device)
         self._generator.manual_seed(int(torch.empty((), dtype=torch.int64).random_()) if seed is None else seed)
         self._make_specs()
@@ -178,7 +173,7 @@ class YahtzeeEnv(EnvBase):
             fresh = fresh.where(reset.reshape(self.batch_size), self._state)
         score = fresh.score
         self._state, self._score = fresh, score
-        out = self._observe(fresh, self._legal_mask(fresh.dice_idx, fresh.card, self.rules), score)
+        out = self._observe(fresh, legal_mask(fresh.dice_idx, fresh.card, self.rules), score)
         done = torch.zeros(*self.batch_size, 1, dtype=torch.bool, device=self.device)
         out.set(K.DONE, done)
         out.set(K.TERMINATED, done.clone())
@@ -192,7 +187,7 @@ class YahtzeeEnv(EnvBase):
             keep = engine.keep_bits_to_pattern(keep)
         if self.validate_actions:
             self._check_range(keep, box, state)
-        result = self._engine_step(
+        result = engine.step(
             state, keep.reshape(self.batch_size), box.reshape(self.batch_size), self.rules, self._generator
         )
         if self.validate_actions and not bool(result.legal.all()):
@@ -203,7 +198,7 @@ class YahtzeeEnv(EnvBase):
             done = done | (state.roll == N_ROLLS - 1)
         self._state = next_state
         self._score = self._score + result.reward
-        legal = self._legal_mask(next_state.dice_idx, next_state.card, self.rules)
+        legal = legal_mask(next_state.dice_idx, next_state.card, self.rules)
         out = self._observe(next_state, legal, self._score)
         out.set(K.REWARD, result.reward.to(torch.float32).unsqueeze(-1))
         out.set(K.DONE, done.unsqueeze(-1))
