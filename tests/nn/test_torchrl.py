@@ -84,11 +84,46 @@ def test_td0_estimator_runs_on_the_batch(collected):
     assert torch.allclose(batch["value_target"], expected, atol=1e-5)
 
 
+def test_ppo_loss_is_clip_ppo_loss_on_the_same_minibatch():
+    """Our PPO writes TorchRL's ClipPPOLoss out (one trunk forward instead of two); on the same
+    minibatch, with a policy that has moved since collection, both give the same objective and
+    critic loss."""
+    from yahtzee_lightning.algorithms.ppo import PPO
+
+    torch.manual_seed(0)
+    module = PPO(**SMALL, total_games=8, games_per_batch=4, final_eval_games=0, normalize_advantage=False)
+    batch = module.collect().reshape(-1).clone()
+    with torch.no_grad():  # the policy has moved: ratios away from 1, some clipped
+        for p in module.net.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    g = torch.Generator().manual_seed(1)
+    batch.set("advantage", torch.randn(batch.shape, generator=g))
+    batch.set("returns", torch.randn(batch.shape, generator=g))
+    parts, ratio, _ = module.loss_parts(batch, {"beta_roll": 0.0, "beta_score": 0.0})
+    assert float(((ratio - 1).abs() > 0.2).float().mean()) > 0.05  # the clip is exercised
+
+    loss = ClipPPOLoss(
+        make_actor(module.net),
+        make_critic(module.net),
+        clip_epsilon=module.hparams.clip_eps,
+        entropy_bonus=False,
+        critic_coeff=module.hparams.lambda_v,
+        loss_critic_type="l2",
+        normalize_advantage=False,
+        functional=False,
+    )
+    loss.set_keys(action=K.ACTION, sample_log_prob=LOG_PROB, value=VALUE)
+    data = batch.select(*make_actor(module.net).in_keys, K.ACTION, LOG_PROB, strict=False)
+    data.update({"advantage": batch["advantage"].unsqueeze(-1), "value_target": batch["returns"].unsqueeze(-1)})
+    out = loss(data)
+    assert torch.allclose(out["loss_objective"], parts["policy"], atol=1e-5)
+    assert torch.allclose(out["loss_critic"], parts["value"], atol=1e-5)
+
+
 def test_ppo_checkpoint_holds_the_network_once():
-    """The loss module wraps ``net`` but must not register it a second time in the state dict."""
     from yahtzee_lightning.algorithms.ppo import PPO
 
     module = PPO(**SMALL, total_games=8, games_per_batch=4, final_eval_games=0)
-    _ = module.loss_module  # built lazily on first use
+    module.collect()  # collection's env and policy are not registered children
     keys = set(module.state_dict())
     assert keys == {f"net.{k}" for k in module.net.state_dict()} | {"updates_done"}

@@ -1,43 +1,24 @@
-"""PPO: TorchRL's ``ClipPPOLoss`` on GAE(lambda) advantages, epochs x minibatches of whole games."""
+"""PPO: clipped surrogate, GAE(lambda), epochs x minibatches of whole games (SPEC section 5)."""
 
 from __future__ import annotations
 
 import torch
-from tensordict import TensorDict, TensorDictBase
-from torchrl.objectives import ClipPPOLoss
+from tensordict import TensorDictBase
 from torchrl.objectives.value.functional import generalized_advantage_estimate
 
 from ..env import keys as K
-from ..nn import LOG_PROB, VALUE, TurnDistribution, make_actor, make_critic
+from ..nn import LOG_PROB, VALUE
 from .base import OnPolicyAlgorithm
 
 
-class TurnClipPPOLoss(ClipPPOLoss):
-    """``ClipPPOLoss`` with one entropy bonus per head, each over the steps where its head acts.
-
-    The one change to TorchRL's loss, and why: its per-head entropy coefficients expect a
-    ``CompositeDistribution``, which would also add both heads' log-probabilities on every step.
-    The roll-gated :class:`TurnDistribution` keeps the right log-prob, and reports its two heads
-    here: each head's entropy, zero on the other head's steps, scaled by the inverse share of its
-    steps, so that the batch mean is that head's mean entropy over its own steps.
-    """
-
-    def _get_entropy(self, dist: TurnDistribution, adv_shape: torch.Size) -> TensorDictBase:
-        rolling = dist.rolling.float()
-        keep = dist.keep_entropy() * rolling / rolling.mean().clamp(min=1e-8)
-        box = dist.box_entropy() * (1 - rolling) / (1 - rolling).mean().clamp(min=1e-8)
-        return TensorDict({"keep": keep, "box": box}, batch_size=adv_shape)
-
-    def set_entropy_coeffs(self, roll: float, score: float) -> None:
-        """The annealed coefficients of this update (TorchRL keeps the per-head map in a dict)."""
-        self._entropy_coeff_map = {"keep": float(roll), "box": float(score)}
-
-
 class PPO(OnPolicyAlgorithm):
-    """Clipped surrogate with ratio ``pi / pi_old`` and clip ``clip_eps`` (TorchRL's ``ClipPPOLoss``);
-    GAE(``gae_lambda``) advantages from TorchRL; value loss ``lambda_v (V - R)^2``.
+    """Clipped surrogate with ratio ``pi / pi_old`` and clip ``clip_eps``; GAE from TorchRL.
 
-    Defaults: the study's PPO column, 4 games per minibatch, 3 epochs.
+    The loss is TorchRL's ``ClipPPOLoss`` formula written out (``tests/nn/test_torchrl.py``
+    checks they agree on the same minibatch) rather than that module itself: with one network
+    for policy and value, ``ClipPPOLoss`` runs the shared trunk once for its actor and once more
+    for its critic, and the update ran 1.5x slower for it (measured, BENCHMARKS.md). Here one
+    forward gives both. Defaults: the study's PPO column, 4 games per minibatch, 3 epochs.
     """
 
     def __init__(
@@ -74,30 +55,6 @@ class PPO(OnPolicyAlgorithm):
             **kwargs,
         )
         self.save_hyperparameters()
-        self._loss: list[TurnClipPPOLoss] = []  # a list: not a registered submodule (see below)
-
-    @property
-    def loss_module(self) -> TurnClipPPOLoss:
-        """TorchRL's loss over ``self.net``, built on first use on the module's device.
-
-        Kept out of the registered submodules so the network's weights appear once in
-        checkpoints; it holds no state of its own (the coefficients are set every update).
-        """
-        if not self._loss:
-            h = self.hparams
-            loss = TurnClipPPOLoss(
-                make_actor(self.net),
-                make_critic(self.net),
-                clip_epsilon=h.clip_eps,
-                entropy_coeff={"keep": h.beta_roll_max, "box": h.beta_score_max},
-                critic_coeff=h.lambda_v,
-                loss_critic_type="l2",
-                normalize_advantage=h.normalize_advantage,
-                functional=False,  # actor and critic share the network: one set of parameters
-            )
-            loss.set_keys(action=K.ACTION, sample_log_prob=LOG_PROB, value=VALUE)
-            self._loss.append(loss.to(self.device))
-        return self._loss[0]
 
     def update(self, batch: TensorDictBase, coefs: dict[str, float]) -> dict[str, float]:
         h = self.hparams
@@ -112,25 +69,38 @@ class PPO(OnPolicyAlgorithm):
             nxt[K.DONE],
             nxt[K.TERMINATED],
         )
-        # What the loss reads: observations, the action taken, its log-prob, advantage and target.
-        data = batch.select(*self.loss_module.actor_network.in_keys, K.ACTION, LOG_PROB, strict=False)
-        data.update({"advantage": advantage, "value_target": returns})
-        self.loss_module.set_entropy_coeffs(coefs["beta_roll"], coefs["beta_score"])
+        batch.set("advantage", advantage.squeeze(-1))
+        batch.set("returns", returns.squeeze(-1))
 
         stats: dict[str, list[float]] = {}
+        games = batch.shape[0]
         for _ in range(h.epochs):
-            for idx in torch.randperm(batch.shape[0], device=batch.device).split(h.games_per_minibatch):
-                mb = data[idx].reshape(-1)
-                out = self.loss_module(mb)
-                parts = {"policy": out["loss_objective"], "value": out["loss_critic"], "entropy": out["loss_entropy"]}
-                loss = sum(parts.values())
+            for idx in torch.randperm(games, device=batch.device).split(h.games_per_minibatch):
+                mb = batch[idx].reshape(-1)
+                parts, ratio, value = self.loss_parts(mb, coefs)
+                loss = parts["policy"] + parts["value"] + parts["entropy"]
                 grad_norm, clipped = self.step_optimizer(loss)
 
-                heads = out["composite_entropy"]
-                parts |= {"entropy_roll": heads["keep"].mean(), "entropy_score": heads["box"].mean()}
-                mb_stats = self.update_stats(loss, parts, mb["advantage"], None, None, grad_norm, clipped)
-                mb_stats["explained_variance"] = float(out["explained_variance"])
-                mb_stats["clip_fraction"] = float(out["clip_fraction"])
+                mb_stats = self.update_stats(loss, parts, mb["advantage"], value, mb["returns"], grad_norm, clipped)
+                mb_stats["clip_fraction"] = float(((ratio - 1).abs() > h.clip_eps).float().mean())
                 for k, v in mb_stats.items():
                     stats.setdefault(k, []).append(v)
         return {k: sum(v) / len(v) for k, v in stats.items()}
+
+    def loss_parts(
+        self, mb: TensorDictBase, coefs: dict[str, float]
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+        """The loss terms of one minibatch (with ``advantage`` and ``returns``), its ratios and values."""
+        h = self.hparams
+        log_prob, value, ent_keep, ent_box = self.evaluate_actions(mb)
+        adv = self.normalize(mb["advantage"])
+        ratio = (log_prob - mb[LOG_PROB]).exp()
+        surrogate = torch.minimum(ratio * adv, ratio.clamp(1 - h.clip_eps, 1 + h.clip_eps) * adv)
+        parts = {
+            "policy": -surrogate.mean(),
+            "value": h.lambda_v * (value - mb["returns"]).pow(2).mean(),
+            "entropy": -self.entropy_bonus(ent_keep, ent_box, coefs),
+            "entropy_roll": ent_keep,
+            "entropy_score": ent_box,
+        }
+        return parts, ratio, value
