@@ -18,6 +18,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "validate": ("yahtzee_lightning.algorithms.cli:main", "validate an agent (LightningCLI)"),
     "export": ("yahtzee_lightning.hub.cli:export_main", "turn a Lightning checkpoint into a shareable agent folder"),
     "push": ("yahtzee_lightning.hub.cli:push_main", "upload an agent folder to the Hugging Face Hub"),
+    "pull": ("yahtzee_lightning.hub.cli:pull_main", "download an agent from the Hugging Face Hub into a folder"),
     "bench": ("yahtzee_lightning.bench:main", "run a benchmark and print its table"),
 }
 

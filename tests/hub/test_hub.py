@@ -174,19 +174,20 @@ def test_export_a_training_checkpoint_and_evaluate_it(tmp_path, capsys):
 
 
 # Runs in a fresh process (huggingface_hub reads HF_ENDPOINT/HF_HOME/HF_HUB_OFFLINE at import):
-# loads the agent at main and at the first commit, saves their weights and pulls both folders.
+# loads the agent at main and at the first commit, saves their weights and pulls both folders
+# through the console script's ``pull`` verb.
 _PULL = """
 import sys
 from pathlib import Path
 from safetensors.torch import save_file
+from yahtzee_lightning.cli import main
 from yahtzee_lightning.hub import AgentNotFoundError, YahtzeeAgent
-from yahtzee_lightning.hub.cli import pull_main
 
 out, first = Path(sys.argv[1]), sys.argv[2]
 for label, revision in (("main", None), ("first", first)):
     agent = YahtzeeAgent.from_pretrained("alice/tiny", revision=revision)
     save_file(agent.net.state_dict(), str(out / f"{label}.safetensors"))
-    pull_main(["alice/tiny", str(out / label)] + (["--revision", revision] if revision else []))
+    assert main(["pull", "alice/tiny", str(out / label)] + (["--revision", revision] if revision else [])) == 0
 for repo, revision in (("alice/absent", None), ("alice/tiny", "f" * 40)):
     try:
         YahtzeeAgent.from_pretrained(repo, revision=revision)
@@ -220,6 +221,8 @@ def test_push_then_pull_in_fresh_processes_and_offline(tmp_path, hub, hub_env):
             assert {p.name: p.read_bytes() for p in (out / label).iterdir()} == {
                 f: (source / f).read_bytes() for f in ARTEFACT
             }
+            pulled = YahtzeeAgent.load(out / label)  # the pulled folder is an agent on its own
+            _assert_same_weights(pulled.net.state_dict(), load_file(source / "model.safetensors"))
         return stdout
 
     online = pull(dict(hub_env, HF_HOME=str(tmp_path / "hf_pull")), "online")  # an empty cache: real downloads
