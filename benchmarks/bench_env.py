@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -61,23 +62,9 @@ def bench_core(n: int, seconds: float, device: str) -> float:
     return _timed(chunk, 39 * n, seconds)
 
 
-def bench_env_step(n: int, seconds: float, device: str) -> float:
-    env = YahtzeeEnv(n, validate_actions=False, device=device, seed=0)
-    state = {"td": env.reset()}
-
-    def chunk() -> None:
-        td = state["td"]
-        for _ in range(39):
-            _, td = env.step_and_maybe_reset(masked_random(td))
-        state["td"] = td
-
-    return _timed(chunk, 39 * n, seconds)
-
-
-def bench_env_step_compiled(n: int, seconds: float, device: str) -> float:
-    """``env.step`` with TorchRL's own ``compile=True`` (``step_and_maybe_reset`` through
-    ``torch.compile``); compilation is not timed."""
-    env = YahtzeeEnv(n, validate_actions=False, device=device, seed=0, compile=True)
+def bench_env_step(n: int, seconds: float, device: str, compile: bool = False) -> float:
+    """``env.step_and_maybe_reset``; ``compile``: TorchRL's own ``compile=True`` (compilation untimed)."""
+    env = YahtzeeEnv(n, validate_actions=False, device=device, seed=0, compile=compile)
     state = {"td": env.reset()}
 
     def chunk() -> None:
@@ -140,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     paths = dict(PATHS)
     if args.compile:
-        paths["env.step(compiled)"] = bench_env_step_compiled
+        paths["env.step(compiled)"] = partial(bench_env_step, compile=True)
     rows = []
     print(f"{'N':>7} " + " ".join(f"{p:>22}" for p in paths))
     for n in args.sizes:
