@@ -2,9 +2,14 @@
 
 import json
 
+import pytest
+import torch
+
 from yahtzee_lightning.cli import main
 from yahtzee_lightning.evaluation import evaluate, to_json
-from yahtzee_lightning.game import Rules
+from yahtzee_lightning.game import BOX_NAMES, Rules
+from yahtzee_lightning.hub import YahtzeeAgent
+from yahtzee_lightning.nn import PolicyValueNet
 from yahtzee_lightning.players import GreedyPlayer, OptimalPlayer
 
 
@@ -50,8 +55,6 @@ def test_cli_two_player_matches(capsys, default_table):
 
 
 def test_cli_names_bad_arguments(capsys):
-    import pytest
-
     with pytest.raises(SystemExit):
         main(["evaluate", "--agent", "genius", "--games", "10"])
     assert "unknown player 'genius'" in capsys.readouterr().err
@@ -64,3 +67,30 @@ def test_optimal_agent_is_its_own_optimal_column(default_table):
     res = to_json(evaluate(OptimalPlayer(table=default_table), games=200, seed=3))
     agent = {k: v for k, v in res["summary"].items() if k != "regret"}
     assert agent == {k: v for k, v in res["optimal"].items() if k != "exact_expected_score"}
+
+
+def test_cli_evaluates_an_agent_under_its_own_rules(tmp_path, capsys):
+    """An agent trained under other rules is evaluated under them; flags may restate, not change them."""
+    rules = Rules(joker="forced", boxes=(0, 5, 8, 11, 12))  # five boxes: the optimal table solves in a blink
+    torch.manual_seed(0)
+    net = PolicyValueNet(d_h=16, n_layers=1, head_hidden=16, rules=rules.to_dict())
+    folder = str(YahtzeeAgent(net, {"name": "tiny"}).save_pretrained(tmp_path / "tiny"))
+    base = ["evaluate", "--agent", folder, "--games", "20", "--json"]
+    for flags in ([], ["--joker", "forced"], ["--boxes", "12", "11", "8", "5", "0"]):
+        assert main(base + flags) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert Rules.from_dict(out["rules"]) == rules and out["summary"]["games"] == 20 and "optimal" in out
+        assert set(out["summary"]["boxes"]) == {BOX_NAMES[b] for b in rules.boxes}
+    for flags, asked in (
+        (["--joker", "free"], "joker-free_bonus-on_boxes-0-5-8-11-12"),
+        (["--boxes", "0", "12"], "joker-forced_bonus-on_boxes-0-12"),
+        (["--no-yahtzee-bonus"], "joker-off_bonus-off_boxes-0-5-8-11-12"),
+    ):
+        with pytest.raises(SystemExit):
+            main(base + flags)
+        err = capsys.readouterr().err
+        assert f"trained under rules {rules.tag()}, but the rules flags ask for {asked}" in err
+    with pytest.raises(SystemExit):  # a reference opponent plays the agent's rules; a trained one must match
+        main(["evaluate", "--agent", "greedy", "--players", "2", "--opponent", folder, "--games", "20"])
+    err = capsys.readouterr().err
+    assert f"opponent {folder!r} was trained under rules {rules.tag()}, but 'greedy' plays under" in err

@@ -4,32 +4,60 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from ..game import Rules
+
+if TYPE_CHECKING:
+    from ..players import Player
 
 
 def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--joker", "--rules-joker", default="free", choices=["free", "forced", "off"], help="joker rule"
+        "--joker", "--rules-joker", default=None, choices=["free", "forced", "off"], help="joker rule (default: free)"
     )
     parser.add_argument("--no-yahtzee-bonus", action="store_true", help="no +100 Yahtzee bonus (and no joker)")
     parser.add_argument("--boxes", type=int, nargs="+", default=None, help="boxes in play (default: all 13)")
 
 
-def rules_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> Rules:
-    """The rule variant of the command line; with ``parser``, bad rules end as a usage error."""
-    joker = "off" if args.no_yahtzee_bonus else args.joker
-    boxes = tuple(args.boxes) if args.boxes else tuple(range(13))
+def rules_from_args(
+    args: argparse.Namespace, parser: argparse.ArgumentParser | None = None, base: Rules | None = None
+) -> Rules:
+    """The rule variant of the command line: the rules flags given, over ``base`` (default: the
+    standard rules). With ``parser``, bad rules end as a usage error."""
+    rules = (base or Rules()).to_dict()
+    if args.joker is not None:
+        rules["joker"] = args.joker
+    if args.no_yahtzee_bonus:
+        rules.update(joker="off", yahtzee_bonus=False)
+    if args.boxes:
+        rules["boxes"] = args.boxes
     try:
-        return Rules(joker=joker, yahtzee_bonus=not args.no_yahtzee_bonus, boxes=boxes)
+        return Rules.from_dict(rules)
     except ValueError as e:
         if parser is None:
             raise
         parser.error(str(e))
 
 
+def player_rules(player: Player, name: str, args: argparse.Namespace, parser: argparse.ArgumentParser) -> Rules:
+    """The rules to evaluate ``player`` under: its own (a trained agent's: those it was trained
+    under), which the rules flags may restate but not change: that is a usage error."""
+    wanted = rules_from_args(args, parser, base=player.rules)
+    if wanted != player.rules:
+        parser.error(
+            f"{name!r} was trained under rules {player.rules.tag()}, but the rules flags ask for {wanted.tag()}; "
+            "leave them out (--joker, --no-yahtzee-bonus, --boxes) to evaluate it under its own rules"
+        )
+    return wanted
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="yahtzee-lightning evaluate", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="yahtzee-lightning evaluate",
+        description=__doc__,
+        epilog="A trained agent is evaluated under the rules it was trained under; rules flags may restate them.",
+    )
     parser.add_argument("--agent", default="optimal", help="optimal, greedy, random, an agent folder or a hub id")
     parser.add_argument("--games", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
@@ -49,9 +77,15 @@ def main(argv: list[str] | None = None) -> int:
 
     try:  # an unknown name or a broken agent folder is a usage error, not a traceback
         player = make_player(args.agent, rules=rules, device=args.device)
+        rules = player_rules(player, args.agent, args, parser)  # a trained agent: its own rules
         opponent = make_player(args.opponent, rules=rules, device=args.device) if args.players >= 2 else None
     except ValueError as e:
         parser.error(str(e))
+    if opponent is not None and opponent.rules != rules:
+        parser.error(
+            f"opponent {args.opponent!r} was trained under rules {opponent.rules.tag()}, "
+            f"but {args.agent!r} plays under {rules.tag()}"
+        )
     if args.players >= 2:
         from .match import format_match, play_matches
 
