@@ -22,3 +22,9 @@ def write_json(path: str | None, benchmark: str, rows: list[dict], **extra) -> N
     }
     with open(path, "w") as f:
         json.dump({**meta, "rows": rows}, f, indent=2)
+
+
+def sync(device: str | torch.device) -> None:
+    """Wait for the device's queued work, so that a timer read after it counts that work."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)

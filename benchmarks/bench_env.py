@@ -22,7 +22,7 @@ from yahtzee_lightning.env import keys as K
 from yahtzee_lightning.game import Rules, legal_boxes, new_games, step
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import write_json  # noqa: E402
+from _common import sync, write_json  # noqa: E402
 
 
 def masked_random(td: TensorDictBase) -> TensorDictBase:
@@ -34,12 +34,14 @@ def masked_random(td: TensorDictBase) -> TensorDictBase:
     return td
 
 
-def _timed(run_chunk, steps_per_chunk: int, seconds: float) -> float:
+def _timed(run_chunk, steps_per_chunk: int, seconds: float, device: str = "cpu") -> float:
     run_chunk()  # warm-up
+    sync(device)
     done, start = 0, time.perf_counter()
     while True:
         run_chunk()
         done += steps_per_chunk
+        sync(device)
         elapsed = time.perf_counter() - start
         if elapsed >= seconds:
             return done / elapsed
@@ -59,7 +61,7 @@ def bench_core(n: int, seconds: float, device: str) -> float:
             s = step(s, keep, noise.argmax(-1), rules, g).state
         state["s"] = new_games((n,), rules, device, g)
 
-    return _timed(chunk, 39 * n, seconds)
+    return _timed(chunk, 39 * n, seconds, device)
 
 
 def bench_env_step(n: int, seconds: float, device: str, compile: bool = False) -> float:
@@ -73,12 +75,12 @@ def bench_env_step(n: int, seconds: float, device: str, compile: bool = False) -
             _, td = env.step_and_maybe_reset(masked_random(td))
         state["td"] = td
 
-    return _timed(chunk, 39 * n, seconds)
+    return _timed(chunk, 39 * n, seconds, device)
 
 
 def bench_rollout(n: int, seconds: float, device: str) -> float:
     env = YahtzeeEnv(n, validate_actions=False, device=device, seed=0)
-    return _timed(lambda: env.rollout(39, masked_random, break_when_any_done=False), 39 * n, seconds)
+    return _timed(lambda: env.rollout(39, masked_random, break_when_any_done=False), 39 * n, seconds, device)
 
 
 def bench_rollout_out(n: int, seconds: float, device: str) -> float:
@@ -89,7 +91,7 @@ def bench_rollout_out(n: int, seconds: float, device: str) -> float:
     def chunk() -> None:
         buf["out"] = env.rollout(39, masked_random, break_when_any_done=False, out=buf["out"])
 
-    return _timed(chunk, 39 * n, seconds)
+    return _timed(chunk, 39 * n, seconds, device)
 
 
 def bench_collector(n: int, seconds: float, device: str) -> float:
@@ -100,7 +102,7 @@ def bench_collector(n: int, seconds: float, device: str) -> float:
         env, masked_random, frames_per_batch=39 * n, total_frames=-1, device=device, trust_policy=True
     )
     it = iter(collector)
-    rate = _timed(lambda: next(it), 39 * n, seconds)
+    rate = _timed(lambda: next(it), 39 * n, seconds, device)
     collector.shutdown()
     return rate
 

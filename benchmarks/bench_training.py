@@ -18,7 +18,7 @@ import torch
 from yahtzee_lightning.algorithms import A2C, PPO, Reinforce
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import write_json  # noqa: E402
+from _common import sync, write_json  # noqa: E402
 
 NETWORKS = {"baseline (600x3)": {"d_h": 600, "n_layers": 3}, "small (128x2)": {"d_h": 128, "n_layers": 2}}
 
@@ -36,9 +36,11 @@ def measure(cls, net: dict, games: int, games_per_batch: int, device: str) -> di
     for _ in range(max(1, games // games_per_batch)):
         t = time.perf_counter()
         batch = model.collect()
+        sync(device)
         collect += time.perf_counter() - t
         t = time.perf_counter()
         model.update(batch, {"beta_roll": 0.01, "beta_score": 0.01, "gamma": 0.99})
+        sync(device)
         update += time.perf_counter() - t
         steps += batch.numel()
     return {
