@@ -124,3 +124,22 @@ def test_every_update_learns_from_games_played_with_its_current_weights():
         max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False, limit_val_batches=0
     ).fit(model)
     assert len(gaps) == 5 and max(gaps) < 1e-5
+
+
+@pytest.mark.parametrize("task", ["full_game", "single_turn"])
+def test_stored_values_are_the_current_networks(task):
+    """The updates read V(s) and V(s') from the values stored at collection instead of a second
+    forward pass; that holds only because collection uses the current weights."""
+    from yahtzee_lightning.env import keys as K
+    from yahtzee_lightning.nn import VALUE
+
+    model = A2C(d_h=16, n_layers=1, head_hidden=8, total_games=8, games_per_batch=4, task=task, start_card="random")
+    batch = model.collect()
+    model.net.eval()
+    with torch.no_grad():
+        now = model.net(batch.reshape(-1))[2].view(batch.shape)
+        next_now = model.net(batch["next"].reshape(-1))[2].view(batch.shape)
+    assert torch.allclose(batch[VALUE], now, atol=1e-5)
+    live = ~batch["next", K.TERMINATED].squeeze(-1)  # after a last step the stored next value is unused
+    assert torch.allclose(model.next_values(batch)[live], next_now[live], atol=1e-5)
+    assert bool((~live).any()) and bool(live.any())

@@ -54,7 +54,7 @@ class A2C(OnPolicyAlgorithm):
         obs, nxt = batch.reshape(-1), batch["next"].reshape(-1)
         target = td0_return_estimate(
             coefs["gamma"],
-            self.values_of(nxt).unsqueeze(-1),
+            self.next_values(batch).reshape(-1, 1),
             nxt[K.REWARD],
             terminated=nxt[K.TERMINATED],
         ).squeeze(-1)

@@ -27,7 +27,7 @@ from ..env import keys as K
 from ..game import Rules
 from ..game.rules import N_ROLLS
 from ..metrics import approx_kl, mask_diversity, top_k_share
-from ..nn import LOG_PROB, PolicyModule, PolicyValueNet, distribution
+from ..nn import LOG_PROB, VALUE, PolicyModule, PolicyValueNet, distribution
 from ..schedules import anneal, lr_factor
 
 
@@ -310,13 +310,20 @@ class OnPolicyAlgorithm(L.LightningModule):
         return coefs["beta_roll"] * ent_keep + coefs["beta_score"] * ent_box
 
     @torch.no_grad()
-    def values_of(self, obs: TensorDictBase) -> torch.Tensor:
-        """V(s) with the deterministic network, for targets and baselines."""
+    def next_values(self, batch: TensorDictBase) -> torch.Tensor:
+        """``V(s_t+1)`` of every step ``(games, steps)``, mostly from the values stored at collection.
+
+        A batch is played with the current weights (:meth:`collect` runs at the start of the
+        update, dropout off), so the value stored at step ``t + 1`` is the next state's value of
+        step ``t``: only the batch's last step needs a forward pass. (After a game's last step
+        the next step belongs to a new game, but a terminal step's next value is never used.)
+        """
+        last = batch["next"][..., -1]
         was = self.net.training
         self.net.eval()
-        value = self.net(obs)[2]
+        last_value = self.net(last)[2]
         self.net.train(was)
-        return value
+        return torch.cat([batch[VALUE][..., 1:], last_value.unsqueeze(-1)], dim=-1)
 
     @staticmethod
     def update_stats(

@@ -59,7 +59,7 @@ class PPO(OnPolicyAlgorithm):
     def update(self, batch: TensorDictBase, coefs: dict[str, float]) -> dict[str, float]:
         h = self.hparams
         nxt = batch["next"]
-        next_value = self.values_of(nxt.reshape(-1)).view(batch.shape).unsqueeze(-1)
+        next_value = self.next_values(batch).unsqueeze(-1)
         advantage, returns = generalized_advantage_estimate(
             coefs["gamma"],
             h.gae_lambda,

@@ -6,6 +6,7 @@ from tensordict import TensorDictBase
 from torchrl.objectives.value.functional import reward2go
 
 from ..env import keys as K
+from ..nn import VALUE
 from .base import OnPolicyAlgorithm
 
 
@@ -51,7 +52,7 @@ class Reinforce(OnPolicyAlgorithm):
     def update(self, batch: TensorDictBase, coefs: dict[str, float]) -> dict[str, float]:
         returns = reward2go(batch["next", K.REWARD], batch["next", K.DONE], coefs["gamma"]).reshape(-1)
         obs = batch.reshape(-1)
-        advantage = returns - self.values_of(obs)
+        advantage = returns - obs[VALUE]  # V(s) stored at collection, with the current weights
 
         log_prob, value, ent_keep, ent_box = self.evaluate_actions(obs)
         parts = {
