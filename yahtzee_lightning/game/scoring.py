@@ -34,24 +34,22 @@ def card_total(card: torch.Tensor, yahtzee_bonuses: torch.Tensor) -> torch.Tenso
 
 def _evaluate(
     dice_idx: torch.Tensor, card: torch.Tensor, rules: Rules, box: torch.Tensor | None = None, scores: bool = True
-) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor | None]:
     """The one implementation of box scores, legality and the Yahtzee bonus.
 
     ``box=None`` evaluates every box (``(..., 13)`` scores and legality); a ``box (...)`` tensor
     evaluates only that box per game (``(...)`` outputs), which is all a step needs.
-    ``scores=False`` skips the scores (legality alone is one comparison without the forced joker).
+    ``scores=False`` skips the scores and the bonus (legality alone is one comparison without the
+    forced joker).
     """
     T = tables(dice_idx.device)
     chosen = None if box is None else box.long().unsqueeze(-1)
     open_ = (card if chosen is None else card.gather(-1, chosen)) == OPEN
-    yahtzee = take(T.is_yahtzee, dice_idx)
-    yahtzee_box = card[..., YAHTZEE_BOX]
-    if rules.yahtzee_bonus:
-        bonus = (yahtzee & (yahtzee_box == 50)).long() * YAHTZEE_BONUS
-    else:
-        bonus = torch.zeros_like(dice_idx)
     legal, row = open_, dice_idx
-    if rules.joker_active:
+    yahtzee_box = card[..., YAHTZEE_BOX]
+    # Only the forced joker bars an open box: legality alone needs no joker work otherwise.
+    yahtzee = take(T.is_yahtzee, dice_idx) if scores or rules.joker == "forced" else None
+    if rules.joker_active and yahtzee is not None:
         joker = yahtzee & (yahtzee_box != OPEN)
         face = take(T.yahtzee_face, dice_idx).clamp(min=0)
         own_open = card.gather(-1, face.unsqueeze(-1)).squeeze(-1) == OPEN
@@ -71,7 +69,11 @@ def _evaluate(
     if chosen is not None:
         legal = legal.squeeze(-1)
     if not scores:
-        return None, legal, bonus
+        return None, legal, None
+    if rules.yahtzee_bonus:
+        bonus = (yahtzee & (yahtzee_box == 50)).long() * YAHTZEE_BONUS
+    else:
+        bonus = torch.zeros_like(dice_idx)
     if chosen is None:
         values = take(T.score_rows, row)
     else:

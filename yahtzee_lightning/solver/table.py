@@ -151,8 +151,9 @@ def solve(
     for k in layers:
         for masks, uppers, flags, irrelevant in _blocks(rules, n_out + k, device):
             R = uppers.shape[1]
-            for c in range(0, len(masks), max(1, chunk // R)):
-                m, u, f = masks[c : c + chunk // R], uppers[c : c + chunk // R], flags[c : c + chunk // R]
+            step = max(1, chunk // R)  # masks per batch (at least one, however many states it has)
+            for c in range(0, len(masks), step):
+                m, u, f = masks[c : c + step], uppers[c : c + step], flags[c : c + step]
                 vals = turn_start_values(m, u, f, V, rules).view(len(m), R)
                 if irrelevant:  # no open upper box: the same value for every upper sum
                     V[m.view(-1, 1, 1), every_upper, f.unsqueeze(1)] = vals.unsqueeze(1).expand(-1, N_UPPER, R)
