@@ -34,7 +34,9 @@ def _fit(tmp_path, config, *extra):
     return main(["fit", "--config", str(ROOT / "conf" / config), *TINY, *logs, *extra])
 
 
-@pytest.mark.parametrize("config", ["ppo.yaml", "a2c.yaml", "reinforce.yaml", "single_turn.yaml"])
+@pytest.mark.parametrize(
+    "config", ["ppo.yaml", "a2c.yaml", "reinforce.yaml", "single_turn.yaml", "distill.yaml", "quickstart.yaml"]
+)
 def test_every_config_trains_and_checkpoints(tmp_path, config, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert _fit(tmp_path, config) == 0

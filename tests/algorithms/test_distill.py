@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from yahtzee_lightning.algorithms import PPO, Distill
-from yahtzee_lightning.algorithms.distill import BOX_VALUES, KEEP_VALUES, LabelledPolicy
+from yahtzee_lightning.algorithms.distill import BOX_VALUES, KEEP_VALUES
 from yahtzee_lightning.env import keys as K
 from yahtzee_lightning.evaluation import play_games, play_single_turns, summarize
 from yahtzee_lightning.game import Rules
@@ -98,7 +98,7 @@ def test_loss_is_zero_regret_for_the_teacher_and_positive_for_a_uniform_policy()
 
 def test_distillation_approaches_the_optimum_and_learns_the_value(default_table):
     L.seed_everything(0)
-    model = Distill(games_per_batch=128, total_games=2560, lr=3e-3, epochs=2, games_per_minibatch=32, seed=0, **SMALL)
+    model = Distill(games_per_batch=128, total_games=3840, lr=3e-3, epochs=2, games_per_minibatch=16, seed=0, **SMALL)
     first = model.loss_parts(model.collect().reshape(-1))[1]
     _fit(model)
     last = model.loss_parts(model.collect().reshape(-1))[1]
