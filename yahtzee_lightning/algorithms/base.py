@@ -13,6 +13,7 @@ and a checkpoint follows.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -252,6 +253,7 @@ class OnPolicyAlgorithm(L.LightningModule):
 
     # -------------------------------------------------------------- lightning
     def setup(self, stage: str) -> None:
+        self._started = time.monotonic()  # for the wall clock logged with every evaluation
         if stage == "fit":
             # One epoch is one evaluation interval; the number of epochs follows from the budget
             # (a smaller trainer.max_epochs stops early, e.g. to train part of a run).
@@ -485,6 +487,7 @@ class OnPolicyAlgorithm(L.LightningModule):
                 metrics |= {f"eval_regret_turn/{t + 1:02d}": v for t, v in enumerate(r["by_turn"])}
                 metrics |= {f"eval_regret_box/{name}": v for name, v in r["by_box"].items()}
         metrics["eval/games"] = float(self.updates_done) * h.games_per_batch * self.world_size
+        metrics["eval/wall_clock_s"] = time.monotonic() - getattr(self, "_started", time.monotonic())
         self.log_dict(metrics, sync_dist=True, batch_size=1)
         self.log("eval_score", metrics["eval/mean_score"], prog_bar=True, logger=False, sync_dist=True, batch_size=1)
 
