@@ -40,6 +40,23 @@ def rules_from_args(
         parser.error(str(e))
 
 
+def device_from_args(device: str, parser: argparse.ArgumentParser) -> str:
+    """``--device`` as given, or a usage error when it is not a device torch can use on this machine."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError) as e:
+        parser.error(f"--device {device!r} is not a device ({e})")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        parser.error(f"--device {device}: CUDA is not available on this machine")
+    if dev.type == "cuda" and (dev.index or 0) >= torch.cuda.device_count():
+        parser.error(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        parser.error(f"--device {device}: MPS is not available on this machine")
+    return device
+
+
 def player_rules(player: Player, name: str, args: argparse.Namespace, parser: argparse.ArgumentParser) -> Rules:
     """The rules to evaluate ``player`` under: its own (a trained agent's: those it was trained
     under), which the rules flags may restate but not change: that is a usage error."""
