@@ -94,6 +94,15 @@ def test_bad_artefacts_say_what_is_wrong(tmp_path):
             "config.json",
             json.dumps({**config, "network": {**config["network"], "d_h": 32}}),
         ),
+        # Untrusted sizes are refused before anything is allocated (200000 would be ~160 GB).
+        *(
+            (
+                f"{key} must be an integer in",
+                "config.json",
+                json.dumps({**config, "network": {**config["network"], key: v}}),
+            )
+            for key, v in (("d_h", 200_000), ("d_h", -5), ("n_layers", 10**6), ("head_hidden", 10**7), ("d_emb", 0))
+        ),
         ("corrupt", "model.safetensors", b"\x00" * 64),
         ("corrupt", "model.safetensors", (folder / "model.safetensors").read_bytes()[:-100]),
         (r"missing \['", "model.safetensors", {k: v for i, (k, v) in enumerate(weights.items()) if i}),
