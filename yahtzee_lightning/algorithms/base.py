@@ -32,13 +32,18 @@ from ..schedules import anneal, lr_factor
 
 
 class _Updates(IterableDataset):
-    """``n`` update indices: the data itself is played inside ``training_step``."""
+    """The update indices left in the current interval (all of it, except in a run resumed from a
+    checkpoint saved mid-interval); the data itself is played inside ``training_step``."""
 
-    def __init__(self, n: int) -> None:
-        self.n = n
+    def __init__(self, module: OnPolicyAlgorithm) -> None:
+        self.module = module
 
     def __iter__(self):
-        yield from range(self.n)
+        m, done = self.module, 0
+        if m._trainer is not None:  # Lightning's restored progress: updates made in an unfinished interval
+            progress = m.trainer.fit_loop.epoch_loop.batch_progress
+            done = 0 if progress.is_last_batch else progress.current.processed
+        yield from range(max(0, m.updates_per_epoch - done))
 
 
 @dataclass
@@ -298,7 +303,7 @@ class OnPolicyAlgorithm(L.LightningModule):
         return self.last_batch
 
     def train_dataloader(self) -> DataLoader:
-        return DataLoader(_Updates(self.updates_per_epoch), batch_size=None)
+        return DataLoader(_Updates(self), batch_size=None)
 
     def val_dataloader(self) -> DataLoader:
         return DataLoader(_Once(), batch_size=None)
