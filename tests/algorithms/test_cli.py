@@ -81,7 +81,8 @@ def test_a_users_algorithm_by_import_path(tmp_path, monkeypatch):
 
 
 def test_two_process_ddp_on_cpu(tmp_path):
-    env = dict(os.environ, RANK_DIGEST_DIR=str(tmp_path), PYTHONPATH=str(Path(__file__).parent))
+    paths = os.pathsep.join([str(Path(__file__).parent), str(ROOT)])  # ROOT: the tree under test, not the installed one
+    env = dict(os.environ, RANK_DIGEST_DIR=str(tmp_path), PYTHONPATH=paths)
     cmd = [
         sys.executable,
         "-m",

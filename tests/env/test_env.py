@@ -107,6 +107,42 @@ def test_out_of_range_actions_are_refused():
         env.step(td)
 
 
+def test_float_and_nan_actions_are_refused_not_truncated():
+    env = YahtzeeEnv(2, seed=0)
+    td = env.reset()
+    td[K.KEEP] = torch.tensor([0.0, 2.9])
+    td[K.BOX] = torch.tensor([0, 0])
+    with pytest.raises(TypeError, match="keep action has dtype torch.float32; it must be integer"):
+        env.step(td)
+    td = _at_scoring(env)
+    td[K.BOX] = torch.tensor([2.9, 0.0])
+    with pytest.raises(TypeError, match="box action has dtype torch.float32; it must be integer"):
+        env.step(td)
+    td[K.BOX] = torch.tensor([float("nan"), 0.0])
+    with pytest.raises(TypeError, match=r"box action has dtype torch.float32 \(it holds NaN\)"):
+        env.step(td)
+    bits = YahtzeeEnv(2, keep_format="bits", seed=0)
+    td = bits.reset()
+    td[K.KEEP] = torch.full((2, 5), 0.5)
+    td[K.BOX] = torch.zeros(2, dtype=torch.long)
+    with pytest.raises(TypeError, match="it must be bool or integer"):
+        bits.step(td)
+
+
+@pytest.mark.parametrize("validate", [True, False])
+def test_the_unused_action_slot_is_ignored(validate):
+    env = YahtzeeEnv(2, validate_actions=validate, seed=0)
+    td = env.reset()
+    td[K.KEEP] = torch.tensor([0, 31])
+    td[K.BOX] = torch.tensor([13, -5])  # out of range, but no game scores at roll 0
+    td = env.step(td)["next"]
+    assert td[K.ROLL].tolist() == [1, 1]
+    td = _at_scoring(env)
+    td[K.KEEP] = torch.tensor([99, -1])  # nor keeps when scoring
+    td[K.BOX] = td[K.BOX_MASK].float().argmax(-1)
+    assert env.step(td)["next", K.ROLL].tolist() == [0, 0]
+
+
 def test_bad_config_values_name_themselves():
     for kwargs, word in [
         ({"task": "half_game"}, "task"),

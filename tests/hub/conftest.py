@@ -22,8 +22,10 @@ def hub_env(hub: HubServer, tmp_path: Path) -> dict[str, str]:
     cache is not keyed by endpoint. Tests point ``HF_HOME`` elsewhere for a fresh, empty cache.
     """
     inherited = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_"))}
+    root = str(Path(__file__).resolve().parents[2])  # the tree under test, not whichever copy is installed
     return dict(
         inherited,
+        PYTHONPATH=os.pathsep.join([root, *filter(None, [inherited.get("PYTHONPATH")])]),
         HF_ENDPOINT=hub.url,
         HF_HOME=str(tmp_path / "hf_home"),
         HF_HUB_DISABLE_XET="1",

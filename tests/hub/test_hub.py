@@ -94,6 +94,15 @@ def test_bad_artefacts_say_what_is_wrong(tmp_path):
             "config.json",
             json.dumps({**config, "network": {**config["network"], "d_h": 32}}),
         ),
+        # Untrusted sizes are refused before anything is allocated (200000 would be ~160 GB).
+        *(
+            (
+                f"{key} must be an integer in",
+                "config.json",
+                json.dumps({**config, "network": {**config["network"], key: v}}),
+            )
+            for key, v in (("d_h", 200_000), ("d_h", -5), ("n_layers", 10**6), ("head_hidden", 10**7), ("d_emb", 0))
+        ),
         ("corrupt", "model.safetensors", b"\x00" * 64),
         ("corrupt", "model.safetensors", (folder / "model.safetensors").read_bytes()[:-100]),
         (r"missing \['", "model.safetensors", {k: v for i, (k, v) in enumerate(weights.items()) if i}),
@@ -231,3 +240,95 @@ def test_push_then_pull_in_fresh_processes_and_offline(tmp_path, hub, hub_env):
     offline = pull(dict(hub_env, HF_HOME=str(tmp_path / "hf_pull"), HF_HUB_OFFLINE="1"), "offline")
     assert len(hub.state.requests) == served  # from the cache alone
     assert "not found: alice/absent" in offline
+
+
+# Loads alice/tiny through the HF cache; prints why it was refused, or saves the weights it loaded.
+_LOAD = """
+import sys
+from safetensors.torch import save_file
+from yahtzee_lightning.hub import AgentFormatError, YahtzeeAgent
+try:
+    agent = YahtzeeAgent.from_pretrained("alice/tiny")
+except AgentFormatError as e:
+    print("refused:", e)
+else:
+    save_file(agent.net.state_dict(), sys.argv[1])
+"""
+
+
+def test_a_damaged_blob_in_the_hub_cache_is_downloaded_again_never_loaded(tmp_path, hub, hub_env):
+    import hashlib
+
+    folder = _agent(tmp_path / "tiny", games=0)
+    push = "from yahtzee_lightning.cli import main; import sys; main(sys.argv[1:])"
+    _python(["-c", push, "push", str(folder), "--repo-id", "alice/tiny"], hub_env, tmp_path)
+    weights = (folder / "model.safetensors").read_bytes()
+    sha = hashlib.sha256(weights).hexdigest()
+    loaded = tmp_path / "loaded.safetensors"
+    _python(["-c", _LOAD, str(loaded)], hub_env, tmp_path)  # into the cache
+    blob = Path(hub_env["HF_HOME"]) / "hub" / "models--alice--tiny" / "blobs" / sha
+    damaged = bytearray(blob.read_bytes())
+    damaged[-200:-136] = bytes(range(1, 65))  # weights overwritten, the header intact: still a loadable file
+    blob.write_bytes(bytes(damaged))
+    loaded.unlink()
+
+    out = _python(["-c", _LOAD, str(loaded)], dict(hub_env, HF_HUB_OFFLINE="1"), tmp_path)
+    assert "refused: alice/tiny: the cached model.safetensors do not match their hub checksum" in out
+    assert not loaded.exists()
+    run = subprocess.run(
+        [sys.executable, "-c", _LOAD, str(loaded)], env=hub_env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert run.returncode == 0 and "downloading again" in run.stderr
+    _assert_same_weights(load_file(loaded), load_file(folder / "model.safetensors"))
+    assert blob.read_bytes() == weights  # the cache is repaired
+
+
+def test_damaged_files_checks_sha256_and_git_blob_names(tmp_path):
+    import hashlib
+
+    from yahtzee_lightning.hub.agent import damaged_files
+
+    blobs, snapshot = tmp_path / "blobs", tmp_path / "snapshot"
+    blobs.mkdir(), snapshot.mkdir()
+    data = b'{"format_version": 1}'
+    names = {
+        "a.json": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),
+        "b.bin": hashlib.sha256(data).hexdigest(),
+    }
+    for name, blob in names.items():
+        (blobs / blob).write_bytes(data)
+        (snapshot / name).symlink_to(blobs / blob)
+    assert damaged_files(snapshot) == []
+    for blob in names.values():
+        (blobs / blob).write_bytes(data.replace(b"1", b"2"))
+    assert damaged_files(snapshot) == ["a.json", "b.bin"]
+
+
+def test_cli_verbs_end_bad_input_and_an_unreachable_hub_in_one_line(tmp_path, hub_env, capsys):
+    folder = _agent(tmp_path / "tiny", games=0)
+    unreachable = dict(hub_env, HF_ENDPOINT="http://127.0.0.1:9")  # nothing listens there
+    for argv in (["push", str(folder), "--repo-id", "alice/tiny"], ["pull", "alice/tiny", str(tmp_path / "out")]):
+        run = subprocess.run(
+            [sys.executable, "-m", "yahtzee_lightning.cli", *argv],
+            env=unreachable,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-2000:]
+        assert "could not be reached" in run.stderr or "the hub is unreachable" in run.stderr
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    for argv, message in (
+        (["pull", "alice/tiny", str(a_file)], "exists and is not a folder"),
+        (["export", str(tmp_path / "run.ckpt"), str(a_file), "--games", "0"], "exists and is not a folder"),
+        (["export", str(tmp_path / "run.ckpt"), str(a_file / "agent"), "--games", "0"], "a parent of it is a file"),
+        (["export", str(tmp_path / "run.ckpt"), str(tmp_path / "agent"), "--seed", "-1"], "--seed must be in"),
+        (["evaluate", "--agent", "greedy", "--seed", str(2**62)], "--seed must be in"),
+        (["evaluate", "--agent", "greedy", "--device", "cuda:99"], "--device cuda:99"),
+    ):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and message in err, err

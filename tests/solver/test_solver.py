@@ -91,10 +91,53 @@ def test_solve_cli_saves_then_loads(tmp_path, capsys):
     assert "solved in" in capsys.readouterr().out and out.exists()
     assert main(["solve", "--boxes", "0", "12", "--out", str(out)]) == 0
     assert "loaded" in capsys.readouterr().out
-    with pytest.raises(ValueError, match="built for rules"):
-        main(["solve", "--boxes", "0", "11", "--out", str(out)])
-    with pytest.raises(ValueError, match="not joker-forced"):
-        main(["solve", "--rules-joker", "forced", "--boxes", "0", "12", "--out", str(out)])
+    for argv, message in (
+        (["--boxes", "0", "11", "--out", str(out)], "built for rules"),
+        (["--rules-joker", "forced", "--boxes", "0", "12", "--out", str(out)], "not joker-forced"),
+        (["--boxes", "0", "12", "--out", str(tmp_path)], "is a folder"),
+        (["--boxes", "0", "12", "--out", str(out / "t.safetensors")], "its parent is a file"),
+        (["--boxes", "0", "12", "--device", "nonsense"], "is not a device"),
+    ):
+        with pytest.raises(SystemExit) as e:
+            main(["solve", *argv])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and message in err and "Traceback" not in err
+
+
+def _damage(path, offset: int = 4096) -> None:
+    """Overwrite bytes in the data region of a safetensors file, its header intact."""
+    data = bytearray(path.read_bytes())
+    start = 8 + int.from_bytes(data[:8], "little") + offset
+    data[start : start + 64] = bytes(range(64))
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_table_is_solved_again_never_read(tmp_path, capsys, caplog, monkeypatch):
+    from yahtzee_lightning.cli import main
+    from yahtzee_lightning.solver import cache
+    from yahtzee_lightning.solver.table import TableFormatError
+
+    rules = Rules(boxes=(0, 12))
+    out = tmp_path / "small.safetensors"
+    assert main(["solve", "--boxes", "0", "12", "--out", str(out)]) == 0
+    good = OptimalTable.load(out)
+    _damage(out)
+    with pytest.raises(TableFormatError, match="do not match their checksum"):
+        OptimalTable.load(out)
+    capsys.readouterr()
+    assert main(["solve", "--boxes", "0", "12", "--out", str(out)]) == 0  # solved again, with a warning
+    assert "solved in" in capsys.readouterr().out and "do not match their checksum" in caplog.text
+    assert torch.allclose(OptimalTable.load(out).values, good.values, rtol=0, atol=1e-9)
+
+    # The cache behind evaluation: a damaged cached table is rebuilt, not used.
+    monkeypatch.setenv("YAHTZEE_LIGHTNING_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(cache, "_MEMORY", {})
+    good.save(cache.table_path(rules))
+    _damage(cache.table_path(rules), offset=0)
+    caplog.clear()
+    table = cache.load_or_solve(rules, progress=False)
+    assert "solving it again" in caplog.text and torch.equal(table.values, good.values)
+    assert torch.equal(OptimalTable.load(cache.table_path(rules)).values, good.values)  # the cache is repaired
 
 
 def test_keep_dags_match_the_transition_matrix_and_brute_force():

@@ -36,13 +36,18 @@ from ..solver import TurnOracle, choice_regret, load_or_solve
 
 
 class _Updates(IterableDataset):
-    """``n`` update indices: the data itself is played inside ``training_step``."""
+    """The update indices left in the current interval (all of it, except in a run resumed from a
+    checkpoint saved mid-interval); the data itself is played inside ``training_step``."""
 
-    def __init__(self, n: int) -> None:
-        self.n = n
+    def __init__(self, module: OnPolicyAlgorithm) -> None:
+        self.module = module
 
     def __iter__(self):
-        yield from range(self.n)
+        m, done = self.module, 0
+        if m._trainer is not None:  # Lightning's restored progress: updates made in an unfinished interval
+            progress = m.trainer.fit_loop.epoch_loop.batch_progress
+            done = 0 if progress.is_last_batch else progress.current.processed
+        yield from range(max(0, m.updates_per_epoch - done))
 
 
 @dataclass
@@ -127,10 +132,9 @@ class OnPolicyAlgorithm(L.LightningModule):
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
+        self.validate_settings()
         self.automatic_optimization = False
         self.rules = Rules(joker=joker, yahtzee_bonus=yahtzee_bonus, boxes=tuple(boxes) if boxes else tuple(range(13)))
-        if total_games < games_per_batch:
-            raise ValueError(f"total_games ({total_games}) must be at least games_per_batch ({games_per_batch})")
         self.net = self.build_network()
         if init_from:
             self._load_network(init_from)
@@ -139,6 +143,35 @@ class OnPolicyAlgorithm(L.LightningModule):
         self.last_batch: TensorDictBase | None = None  # the preallocated rollout, refilled every update
         self.final_evaluation: dict | None = None
         self._oracles: dict[str, TurnOracle] = {}  # the exact oracle(s), built on first use
+
+    def validate_settings(self) -> None:
+        """Refuse a bad setting when the module is built, naming it, rather than as a crash mid-run.
+
+        The network's settings are checked by the network itself (built next). A subclass with
+        settings of its own extends this (``super().validate_settings()`` first).
+        """
+        from ..env.multiplayer import REWARDS
+        from ..env.yahtzee_env import START_CARDS, TASKS
+
+        h = self.hparams
+
+        def need(ok: bool, name: str, rule: str) -> None:
+            if not ok:
+                raise ValueError(f"{name} must be {rule}, got {h[name]!r}")
+
+        for name, options in (("task", TASKS), ("start_card", START_CARDS), ("reward", REWARDS)):
+            need(h[name] in options, name, f"one of {options}")
+        for name in ("total_games", "games_per_batch", "evaluations", "eval_games", "top_k", "n_players"):
+            need(isinstance(h[name], int) and h[name] >= 1, name, "an integer >= 1")
+        need(isinstance(h.final_eval_games, int) and h.final_eval_games >= 0, "final_eval_games", ">= 0 (0: none)")
+        need(isinstance(h.seed, int) and 0 <= h.seed < 2**32, "seed", "an integer in 0..2**32-1")
+        need(h.lr > 0, "lr", "> 0")
+        for name in ("r_alpha", "warmup", "hold", "entropy_hold", "entropy_anneal", "gamma_min", "gamma_max"):
+            need(0 <= h[name] <= 1, name, "in [0, 1]")
+        for name in ("tau_clip", "lambda_v", "beta_roll_max", "beta_roll_min", "beta_score_max", "beta_score_min"):
+            need(h[name] >= 0, name, ">= 0")
+        if h.total_games < h.games_per_batch:
+            raise ValueError(f"total_games ({h.total_games}) must be at least games_per_batch ({h.games_per_batch})")
 
     NETWORK_KEYS = (
         "dice_encoder",
@@ -317,7 +350,7 @@ class OnPolicyAlgorithm(L.LightningModule):
         return self.last_batch
 
     def train_dataloader(self) -> DataLoader:
-        return DataLoader(_Updates(self.updates_per_epoch), batch_size=None)
+        return DataLoader(_Updates(self), batch_size=None)
 
     def val_dataloader(self) -> DataLoader:
         return DataLoader(_Once(), batch_size=None)

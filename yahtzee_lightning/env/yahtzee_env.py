@@ -70,7 +70,9 @@ class YahtzeeEnv(EnvBase):
         keep_format: ``pattern`` (one of 32) or ``bits`` (5 keep bits).
         start_card: ``empty`` or ``random`` (a random partly filled card); single turn only
             uses it unless ``task == "full_game"`` and it is ``empty``.
-        validate_actions: raise on an illegal box or out-of-range action (costs a sync).
+        validate_actions: raise on an illegal box, an out-of-range action or a non-integer (float,
+            NaN) action (costs a sync). The slot a step does not use (the box while rolling, the
+            keep when scoring) is ignored, whatever it holds.
         compile: (TorchRL's own keyword) compile ``step_and_maybe_reset`` with ``torch.compile``;
             on the CPU it does not pay (BENCHMARKS.md).
         device: where games, tables and outputs live.
@@ -181,15 +183,17 @@ class YahtzeeEnv(EnvBase):
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         state = self.state
-        keep = self._action(tensordict, K.KEEP, state.roll < N_ROLLS - 1)
-        box = self._action(tensordict, K.BOX, state.roll == N_ROLLS - 1)
+        rolling = state.roll < N_ROLLS - 1
+        keep = self._action(tensordict, K.KEEP, rolling)
+        box = self._action(tensordict, K.BOX, ~rolling)
+        if self.validate_actions:
+            self._check_dtypes(keep, box)
         if self.keep_format == "bits" and keep.dim() > len(self.batch_size):
             keep = engine.keep_bits_to_pattern(keep)
         if self.validate_actions:
             self._check_range(keep, box, state)
-        result = engine.step(
-            state, keep.reshape(self.batch_size), box.reshape(self.batch_size), self.rules, self._generator
-        )
+        box = torch.where(rolling, 0, box.reshape(self.batch_size))  # the unused slot is ignored, whatever it holds
+        result = engine.step(state, keep.reshape(self.batch_size), box, self.rules, self._generator)
         if self.validate_actions and not bool(result.legal.all()):
             self._raise_illegal(state, box, result.legal)
         next_state = result.state
@@ -215,6 +219,15 @@ class YahtzeeEnv(EnvBase):
             i = int(needed.nonzero()[0, 0])
             raise KeyError(f"the action has no {key!r} entry, but game {i} needs it this step")
         return torch.zeros(self.batch_size, dtype=torch.int64, device=self.device)
+
+    def _check_dtypes(self, keep: torch.Tensor, box: torch.Tensor) -> None:
+        """Actions are indices: a float (or NaN) is refused, never truncated into another action."""
+        for name, value in (("keep", keep), ("box", box)):
+            bits = name == "keep" and self.keep_format == "bits"
+            if value.dtype.is_floating_point or value.dtype.is_complex or (value.dtype == torch.bool and not bits):
+                nan = " (it holds NaN)" if value.dtype.is_floating_point and bool(value.isnan().any()) else ""
+                want = "bool or integer" if bits else "integer"
+                raise TypeError(f"the {name} action has dtype {value.dtype}{nan}; it must be {want}")
 
     def _check_range(self, keep: torch.Tensor, box: torch.Tensor, state: GameState) -> None:
         rolling = state.roll < N_ROLLS - 1

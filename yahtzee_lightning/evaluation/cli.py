@@ -40,6 +40,29 @@ def rules_from_args(
         parser.error(str(e))
 
 
+def device_from_args(device: str, parser: argparse.ArgumentParser) -> str:
+    """``--device`` as given, or a usage error when it is not a device torch can use on this machine."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError) as e:
+        parser.error(f"--device {device!r} is not a device ({e})")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        parser.error(f"--device {device}: CUDA is not available on this machine")
+    if dev.type == "cuda" and (dev.index or 0) >= torch.cuda.device_count():
+        parser.error(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        parser.error(f"--device {device}: MPS is not available on this machine")
+    return device
+
+
+def check_seed(seed: int, parser: argparse.ArgumentParser) -> None:
+    """Seeds are offset per game and per rank: keep them well inside torch's 64-bit range."""
+    if not 0 <= seed < 2**32:
+        parser.error(f"--seed must be in 0..2**32-1, got {seed}")
+
+
 def player_rules(player: Player, name: str, args: argparse.Namespace, parser: argparse.ArgumentParser) -> Rules:
     """The rules to evaluate ``player`` under: its own (a trained agent's: those it was trained
     under), which the rules flags may restate but not change: that is a usage error."""
@@ -71,16 +94,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.games < 1:
         parser.error(f"--games must be >= 1, got {args.games}")
+    check_seed(args.seed, parser)
+    device_from_args(args.device, parser)
     rules = rules_from_args(args, parser)
 
+    from ..hub.agent import hub_errors
+    from ..hub.cli import hub_failure
     from ..players import make_player
 
-    try:  # an unknown name or a broken agent folder is a usage error, not a traceback
+    try:  # an unknown name, a broken agent folder or an unreachable hub is a usage error, not a traceback
         player = make_player(args.agent, rules=rules, device=args.device)
         rules = player_rules(player, args.agent, args, parser)  # a trained agent: its own rules
         opponent = make_player(args.opponent, rules=rules, device=args.device) if args.players >= 2 else None
     except ValueError as e:
         parser.error(str(e))
+    except hub_errors() as e:
+        parser.error(hub_failure(args.agent, e))
     if opponent is not None and opponent.rules != rules:
         parser.error(
             f"opponent {args.opponent!r} was trained under rules {opponent.rules.tag()}, "

@@ -10,7 +10,9 @@ non-strictly and treats a missing ``config.json`` as a warning, where we want an
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -165,8 +167,10 @@ def resolve_folder(
 ) -> Path:
     """A local agent folder as is; a hub id downloaded (or found in the cache when offline).
 
-    Hub failures that mean "no such agent" become ``AgentNotFoundError``; other network errors
-    (a server error, a refused token) pass through unchanged.
+    Every downloaded file is checked against its hub checksum (:func:`damaged_files`): a damaged
+    one is downloaded again with a warning, or, offline, is an ``AgentFormatError``. Hub failures
+    that mean "no such agent" become ``AgentNotFoundError``; other network errors (a server
+    error, a refused token) pass through unchanged.
     """
     path = Path(id_or_path)
     if path.is_dir():
@@ -179,15 +183,36 @@ def resolve_folder(
         RevisionNotFoundError,
     )
 
-    try:
-        folder = snapshot_download(
-            str(id_or_path),
-            revision=revision,
-            cache_dir=cache_dir,
-            local_files_only=local_files_only,
-            token=token,
-            allow_patterns=ARTEFACT_PATTERNS,
+    def download(force: bool) -> Path:
+        return Path(
+            snapshot_download(
+                str(id_or_path),
+                revision=revision,
+                cache_dir=cache_dir,
+                local_files_only=local_files_only,
+                token=token,
+                allow_patterns=ARTEFACT_PATTERNS,
+                force_download=force,
+            )
         )
+
+    try:
+        folder = download(force=False)
+        damaged = damaged_files(folder)
+        if damaged:  # never load a damaged download: fetch it again, or say why that cannot be done
+            from huggingface_hub import is_offline_mode
+
+            if local_files_only or is_offline_mode():
+                raise AgentFormatError(
+                    f"{id_or_path}: the cached {', '.join(damaged)} do not match their hub checksum (damaged); "
+                    "go online to download them again"
+                )
+            logging.getLogger(__name__).warning(
+                "warning: %s: cached %s do not match their hub checksum; downloading again", id_or_path, damaged
+            )
+            folder = download(force=True)
+            if damaged := damaged_files(folder):
+                raise AgentFormatError(f"{id_or_path}: {', '.join(damaged)} do not match their hub checksum")
     except HFValidationError as e:
         raise AgentNotFoundError(f"{id_or_path}: no such agent folder, and not a hub repo id ({e})") from e
     except RevisionNotFoundError as e:
@@ -198,7 +223,38 @@ def resolve_folder(
         raise AgentNotFoundError(
             f"{id_or_path}: no such agent folder; the hub is unreachable or offline and the repo is not cached"
         ) from e
-    return Path(folder)
+    return folder
+
+
+def damaged_files(folder: Path) -> list[str]:
+    """Files of a hub snapshot whose content does not match the name of their blob in the HF cache.
+
+    The cache names a blob by its hub checksum: the sha256 for LFS files (the weights), the git
+    blob id (sha1) for the others. A file that is not a link into the cache's blobs (a cache
+    without symlinks) has nothing to be checked against and is left to the format checks.
+    """
+    damaged = []
+    for f in sorted(folder.rglob("*")):
+        if not f.is_symlink() or not f.is_file():
+            continue
+        blob, data = f.resolve().name, f.read_bytes()
+        if len(blob) == 64:
+            actual = hashlib.sha256(data).hexdigest()
+        elif len(blob) == 40:
+            actual = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        else:
+            continue
+        if actual != blob:
+            damaged.append(f.relative_to(folder).as_posix())
+    return damaged
+
+
+def hub_errors() -> tuple[type[BaseException], ...]:
+    """What ``huggingface_hub`` raises when the hub cannot be reached or refuses a request (for CLIs to report)."""
+    from huggingface_hub import errors
+
+    # ``errors.HTTPError``: the HTTP client's base error (connection refused, timeout), as huggingface_hub exports it.
+    return (errors.HfHubHTTPError, getattr(errors, "HTTPError", OSError), OSError)
 
 
 def check_weights(net: torch.nn.Module, state: dict[str, torch.Tensor], path: str | Path) -> None:

@@ -10,7 +10,16 @@ from pathlib import Path
 
 import torch
 
-from .agent import ARTEFACT_PATTERNS, AgentError, AgentFormatError, YahtzeeAgent, check_weights, resolve_folder
+from ..evaluation.cli import check_seed
+from .agent import (
+    ARTEFACT_PATTERNS,
+    AgentError,
+    AgentFormatError,
+    YahtzeeAgent,
+    check_weights,
+    hub_errors,
+    resolve_folder,
+)
 
 #: Where the network lives in a Lightning checkpoint of our algorithms: ``self.net`` of the module.
 NET_PREFIX = "net."
@@ -70,6 +79,8 @@ def export_main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.games < 0:
         parser.error(f"--games must be >= 0, got {args.games}")
+    check_seed(args.seed, parser)
+    check_folder_target(Path(args.directory), parser)
     try:
         agent = agent_from_checkpoint(args.checkpoint)
     except (AgentError, FileNotFoundError) as e:
@@ -116,7 +127,10 @@ def push_main(argv: list[str] | None = None) -> int:
         agent = YahtzeeAgent.load(directory)  # refuse to upload a broken folder
     except AgentError as e:
         parser.error(str(e))
-    info = agent.push_to_hub(args.repo_id, private=args.private, directory=directory)
+    try:
+        info = agent.push_to_hub(args.repo_id, private=args.private, directory=directory)
+    except hub_errors() as e:
+        parser.error(hub_failure(args.repo_id, e))
     print(f"pushed {directory} to {args.repo_id}: {info.commit_url}")
     return 0
 
@@ -127,15 +141,34 @@ def pull_main(argv: list[str] | None = None) -> int:
     parser.add_argument("directory", help="the agent folder to write")
     parser.add_argument("--revision", default=None, help="branch, tag or commit (default: main)")
     args = parser.parse_args(argv)
+    out = Path(args.directory)
+    check_folder_target(out, parser)
     try:
         source = resolve_folder(args.repo_id, revision=args.revision)
         YahtzeeAgent.load(source)  # check before copying
     except AgentError as e:
         parser.error(str(e))
-    out = Path(args.directory)
+    except hub_errors() as e:
+        parser.error(hub_failure(args.repo_id, e))
     out.mkdir(parents=True, exist_ok=True)
     for pattern in ARTEFACT_PATTERNS:
         for f in source.glob(pattern):
             shutil.copyfile(f, out / f.name)  # the cache holds symlinks: copy the content
     print(f"wrote {out}")
     return 0
+
+
+def check_folder_target(path: Path, parser: argparse.ArgumentParser) -> None:
+    """A folder to write an agent to: new, or an existing folder (its artefact files are replaced)."""
+    if path.exists() and not path.is_dir():
+        parser.error(f"{path} exists and is not a folder")
+    if any(p.is_file() for p in path.parents):
+        parser.error(f"{path}: a parent of it is a file")
+
+
+def hub_failure(repo_id: str, error: BaseException) -> str:
+    """One line for a hub that cannot be reached or refuses: the error's first line, not its traceback."""
+    from huggingface_hub import constants
+
+    detail = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return f"{repo_id}: the hub at {constants.ENDPOINT} could not be reached or refused the request ({detail})"

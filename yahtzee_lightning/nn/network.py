@@ -25,9 +25,21 @@ _FIXED_DICE = {"onehot": "dice_onehot", "bin": "dice_bin", "combined": "dice_com
 _DICE_FEATURES = {"dice_onehot", "dice_bin", "dice_combined"}
 
 
+#: Sizes a network may have: wide enough for any study, small enough that an untrusted
+#: ``config.json`` cannot make the loader allocate gigabytes before its weights are checked.
+SIZE_BOUNDS = {"d_h": (1, 4096), "n_layers": (1, 16), "head_hidden": (1, 4096), "d_emb": (1, 256)}
+
+
 def _check(name: str, value: str, options: Sequence[str]) -> str:
     if value not in options:
         raise ValueError(f"{name} must be one of {tuple(options)}, got {value!r}")
+    return value
+
+
+def _check_size(name: str, value: int) -> int:
+    low, high = SIZE_BOUNDS[name]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer in {low}..{high}, got {value!r}")
     return value
 
 
@@ -57,6 +69,7 @@ class PolicyValueNet(nn.Module):
         dice_encoder: ``onehot``, ``bin``, ``combined``, ``emb`` or ``pos_emb``.
         features: other fixed features by name or preset (see ``env/features.py``); dice
             features in a preset are replaced by ``dice_encoder``.
+        Sizes are checked against ``SIZE_BOUNDS`` before anything is allocated.
         d_h, n_layers: trunk width and depth; each layer Linear -> LayerNorm -> activation ->
             Dropout, with ``layer_norm`` and ``dropout`` switchable for ablations.
         head_hidden: width of each head's hidden layer.
@@ -83,16 +96,18 @@ class PolicyValueNet(nn.Module):
         self.config = {
             "dice_encoder": _check("dice_encoder", dice_encoder, DICE_ENCODERS),
             "features": features if isinstance(features, str) else list(features),
-            "d_h": int(d_h),
-            "n_layers": int(n_layers),
+            "d_h": _check_size("d_h", d_h),
+            "n_layers": _check_size("n_layers", n_layers),
             "dropout": float(dropout),
             "layer_norm": bool(layer_norm),
             "activation": _check("activation", activation, tuple(ACTIVATIONS)),
-            "head_hidden": int(head_hidden),
+            "head_hidden": _check_size("head_hidden", head_hidden),
             "roll_head": _check("roll_head", roll_head, ROLL_HEADS),
-            "d_emb": int(d_emb),
+            "d_emb": _check_size("d_emb", d_emb),
             "rules": Rules.from_dict(rules).to_dict(),
         }
+        if not 0.0 <= self.config["dropout"] < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
         self.rules = Rules.from_dict(rules)
         self.feature_names = tuple(f for f in resolve_features(features) if f not in _DICE_FEATURES)
         if dice_encoder in _FIXED_DICE:

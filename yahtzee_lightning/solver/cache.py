@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 
 from ..game import Rules
-from .table import OptimalTable, solve
+from .table import OptimalTable, TableFormatError, solve
 
 
 def cache_dir() -> Path:
@@ -31,10 +33,22 @@ def load_or_solve(
     key = (rules, str(device))
     if key not in _MEMORY:
         path = table_path(rules)
-        if path.exists():
-            table = OptimalTable.load(path, rules=rules, device=device)
-        else:
+        table = load_trusted(path, rules, device)
+        if table is None:
             table = solve(rules, device=device, progress=progress)
             table.save(path)
         _MEMORY[key] = table
     return _MEMORY[key]
+
+
+def load_trusted(path: Path, rules: Rules, device: torch.device | str = "cpu") -> OptimalTable | None:
+    """The table saved at ``path``, or None when there is none or it cannot be trusted (damaged,
+    another format): the caller solves again, so a table is rebuilt, never read wrong. A table for
+    other rules is still an error (``ValueError``)."""
+    if not path.exists():
+        return None
+    try:
+        return OptimalTable.load(path, rules=rules, device=device)
+    except (TableFormatError, OSError, SafetensorError) as e:
+        logging.getLogger(__name__).warning("warning: table unusable, solving it again: %s", e)
+        return None

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..evaluation.cli import add_rules_arguments, rules_from_args
-from .cache import table_path
-from .table import OptimalTable, solve
+from ..evaluation.cli import add_rules_arguments, device_from_args, rules_from_args
+from .cache import load_trusted, table_path
+from .table import solve
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,13 +18,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="solve again even if the table is cached")
     args = parser.parse_args(argv)
     rules = rules_from_args(args, parser)
+    device = device_from_args(args.device, parser)
     path = Path(args.out) if args.out else table_path(rules)
-    if path.exists() and not args.force:
-        table = OptimalTable.load(path, rules=rules, device=args.device)
+    if path.is_dir() or path.parent.is_file():
+        parser.error(f"--out {path}: {'is a folder' if path.is_dir() else 'its parent is a file'}; give a file path")
+    try:  # a damaged or older table is solved again (with a warning); one for other rules is a usage error
+        table = None if args.force else load_trusted(path, rules, device)
+    except ValueError as e:
+        parser.error(str(e))
+    if table is not None:
         print(f"loaded {path} (solved in {table.seconds:.2f} s)")
     else:
-        table = solve(rules, device=args.device, progress=True)
-        table.save(path)
-        print(f"solved in {table.seconds:.2f} s on {args.device}; saved {path}")
+        table = solve(rules, device=device, progress=True)
+        try:
+            table.save(path)
+        except OSError as e:
+            parser.error(f"cannot save the table to {path}: {e}")
+        print(f"solved in {table.seconds:.2f} s on {device}; saved {path}")
     print(f"optimal expected score ({rules.tag()}): {table.optimum:.4f}")
     return 0

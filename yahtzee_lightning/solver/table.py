@@ -10,6 +10,7 @@ them).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from ..game import Rules
 from ..game.rules import UPPER_BONUS_THRESHOLD, YAHTZEE_BOX
 from .turn import N_MASKS, N_UPPER, turn_start_values
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the values' sha256 is in the metadata and checked on load
 UPPER_MASK = (1 << 6) - 1
 
 
@@ -33,6 +34,15 @@ def reachable_uppers(upper_boxes: list[int]) -> list[int]:
     for b in upper_boxes:
         reach = {min(UPPER_BONUS_THRESHOLD, r + (b + 1) * k) for r in reach for k in range(6)}
     return sorted(reach)
+
+
+class TableFormatError(ValueError):
+    """A saved table that cannot be used as is: damaged (its checksum), another format version, a wrong shape."""
+
+
+def values_sha256(values: torch.Tensor) -> str:
+    """The sha256 of the values' bytes (float64, C order), as saved."""
+    return hashlib.sha256(values.detach().cpu().contiguous().numpy().tobytes()).hexdigest()
 
 
 @dataclass
@@ -63,13 +73,18 @@ class OptimalTable:
             "rules_tag": self.rules.tag(),
             "optimum": repr(self.optimum),
             "seconds": repr(self.seconds),
+            "sha256": values_sha256(self.values),
         }
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         save_file({"values": self.values.cpu().contiguous()}, str(path), metadata=meta)
 
     @classmethod
     def load(cls, path: str | Path, rules: Rules | None = None, device: torch.device | str = "cpu") -> OptimalTable:
-        """Load a saved table; with ``rules`` given, refuse a table built for other rules."""
+        """Load a saved table; with ``rules`` given, refuse a table built for other rules.
+
+        The values are checked against the sha256 saved with them: a damaged file raises
+        ``TableFormatError`` rather than giving wrong numbers.
+        """
         from safetensors import safe_open
 
         path = Path(path)
@@ -79,13 +94,16 @@ class OptimalTable:
             meta = f.metadata() or {}
         version = int(meta.get("format_version", -1))
         if version != FORMAT_VERSION:
-            raise ValueError(f"{path}: table format version {version}, this package reads {FORMAT_VERSION}")
+            raise TableFormatError(f"{path}: table format version {version}, this package reads {FORMAT_VERSION}")
         saved = Rules.from_dict(json.loads(meta["rules"]))
         if rules is not None and saved != rules:
             raise ValueError(f"{path} was built for rules {saved.tag()}, not {rules.tag()}")
-        values = load_file(str(path), device=str(device))["values"]
+        values = load_file(str(path))["values"].clone()  # a copy: the checked bytes are the used ones (not a map)
+        if values_sha256(values) != meta.get("sha256"):
+            raise TableFormatError(f"{path}: the values do not match their checksum (the file is damaged)")
+        values = values.to(device)
         if values.shape != (N_MASKS, N_UPPER, 2):
-            raise ValueError(f"{path}: values have shape {tuple(values.shape)}, expected {(N_MASKS, N_UPPER, 2)}")
+            raise TableFormatError(f"{path}: values have shape {tuple(values.shape)}, expected {(N_MASKS, N_UPPER, 2)}")
         return cls(values, saved, float(meta.get("seconds", 0.0)))
 
 

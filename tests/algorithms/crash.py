@@ -1,0 +1,18 @@
+"""Callbacks that stand in for a kill (see test_resume): selected by import path like a user's own."""
+
+import lightning as L
+
+
+class CrashAfterUpdate(L.Callback):
+    """Raise before the second update: the run dies mid-interval, before any interval's checkpoint."""
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if int(pl_module.updates_done) >= 1:
+            raise RuntimeError("killed after update 1")
+
+
+class CrashAtTrainEnd(L.Callback):
+    """Raise when training ends: the run dies just before its final evaluation."""
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        raise RuntimeError("killed before the final evaluation")

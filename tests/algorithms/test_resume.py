@@ -1,0 +1,119 @@
+"""Resume (README, "Resuming a run"): no lost work, no silently changed settings, no stale last.ckpt."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from yahtzee_lightning.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+# Two boxes in play: 6 steps a game, and the optimal table behind the final evaluation solves in a blink.
+TINY = [
+    "--model.init_args.d_h=16",
+    "--model.init_args.n_layers=1",
+    "--model.init_args.head_hidden=16",
+    "--model.init_args.boxes=[0, 12]",
+    "--model.init_args.games_per_batch=8",
+    "--model.init_args.total_games=48",
+    "--model.init_args.evaluations=3",
+    "--model.init_args.eval_games=20",
+    "--model.init_args.final_eval_games=0",
+    "--trainer.enable_progress_bar=false",
+    "--trainer.enable_model_summary=false",
+]
+
+
+@pytest.fixture(autouse=True)
+def _crash_callbacks(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    monkeypatch.chdir(tmp_path)
+
+
+def _fit(run: Path, *extra: str) -> int:
+    logs = [
+        f"--trainer.logger.init_args.save_dir={run}",
+        f"--trainer.callbacks.init_args.dirpath={run / 'checkpoints'}",
+    ]
+    return main(["fit", "--config", str(ROOT / "conf" / "reinforce.yaml"), *TINY, *logs, *extra])
+
+
+def _load(path: Path) -> dict:
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def test_a_kill_before_the_first_interval_leaves_a_checkpoint_that_resumes(tmp_path, caplog):
+    run, kill = tmp_path / "run", "--trainer.callbacks+=crash.CrashAfterUpdate"
+    with pytest.raises(RuntimeError, match="killed after update 1"):
+        _fit(run, kill)  # (save_every_minutes: 5 in the config)
+    assert not list(run.rglob("*.ckpt"))  # without a timed checkpoint the kill loses everything
+    # Asked to resume, with nothing to resume: said plainly, a new run starts (and is killed again).
+    minutes = "--trainer.callbacks.init_args.save_every_minutes=0"  # a timed last.ckpt after every update
+    with pytest.raises(RuntimeError, match="killed after update 1"):
+        _fit(run, minutes, kill, "--ckpt_path=last")
+    assert "nothing to resume in" in caplog.text
+    assert [p.name for p in (run / "checkpoints").iterdir()] == ["last.ckpt"]  # before any interval's checkpoint
+    part = _load(run / "checkpoints" / "last.ckpt")
+    assert int(part["state_dict"]["updates_done"]) == 1 and part["epoch"] == 0
+    assert _fit(run, minutes, "--ckpt_path=last") == 0
+    end = _load(run / "checkpoints" / "last.ckpt")
+    assert int(end["state_dict"]["updates_done"]) == 6 and end["global_step"] == 6 and end["epoch"] == 2
+
+
+def test_a_damaged_last_ckpt_falls_back_and_a_moved_run_keeps_its_last_ckpt(tmp_path, caplog, capsys):
+    assert _fit(tmp_path / "a", "--trainer.max_epochs=1") == 0
+    shutil.move(tmp_path / "a", tmp_path / "b")  # the run folder moves
+    ckpts = tmp_path / "b" / "checkpoints"
+    last = ckpts / "last.ckpt"
+    last.write_bytes(last.read_bytes()[:1000])  # truncated, as by a kill while writing
+    interval = next(p for p in ckpts.iterdir() if p.name.startswith("epoch="))
+
+    with pytest.raises(SystemExit) as e:  # a named file must load
+        _fit(tmp_path / "b", f"--ckpt_path={last}")
+    assert e.value.code == 2 and "damaged" in capsys.readouterr().err
+    assert _fit(tmp_path / "b", "--ckpt_path=last") == 0
+    assert f"{last} is damaged" in caplog.text and f"resuming from {interval}" in capsys.readouterr().err
+    end = _load(last)  # written again in the moved folder, not left stale beside a last-v1.ckpt
+    assert int(end["state_dict"]["updates_done"]) == 6 and not list(ckpts.glob("last-v*"))
+
+
+def test_an_override_the_checkpoint_would_drop_is_refused(tmp_path, capsys):
+    assert _fit(tmp_path / "a", "--trainer.max_epochs=1") == 0
+    ckpt = tmp_path / "a" / "checkpoints" / "last.ckpt"
+    config = (tmp_path / "a").rglob("config.yaml")
+    before = {p: p.read_text() for p in config}
+    for override, named in (
+        ("--model.init_args.lr=0.5", "lr=0.5 (the checkpoint's: 0.001)"),
+        ("--model.init_args.d_h=32", "d_h=32 (the checkpoint's: 16)"),
+    ):
+        for ckpt_path in (str(ckpt), "last"):
+            with pytest.raises(SystemExit) as e:
+                _fit(tmp_path / "a", override, f"--ckpt_path={ckpt_path}")
+            err = capsys.readouterr().err
+            assert e.value.code == 2 and named in err and "init_from=" in err, err
+    assert {p: p.read_text() for p in before} == before  # the refused run recorded nothing
+    # Settings the checkpoint does not fix apply: here the budget, extended.
+    assert _fit(tmp_path / "a", "--model.init_args.total_games=64", "--ckpt_path=last") == 0
+    assert int(_load(ckpt)["state_dict"]["updates_done"]) == 8
+
+
+def test_a_kill_before_the_final_evaluation_does_not_lose_it(tmp_path, capsys):
+    final = "--model.init_args.final_eval_games=30"
+    with pytest.raises(RuntimeError, match="killed before the final evaluation"):
+        _fit(tmp_path / "a", final, "--trainer.callbacks+=crash.CrashAtTrainEnd")
+    assert "mean score" not in capsys.readouterr().out
+    assert _fit(tmp_path / "a", final, "--ckpt_path=last") == 0  # training is done: only the evaluation runs
+    out = capsys.readouterr().out
+    assert "mean score" in out and "30" in out
+
+
+def test_bad_settings_end_in_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        _fit(tmp_path / "a", "--model.init_args.total_games=4")
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "total_games (4) must be at least games_per_batch (8)" in err
+    assert "Traceback" not in err and err.count("\n  ") == 0  # one line: no traceback, no wrapped config dump
+    with pytest.raises(SystemExit) as e:
+        _fit(tmp_path / "a", f"--ckpt_path={tmp_path / 'absent.ckpt'}")
+    assert e.value.code == 2 and "no such checkpoint file" in capsys.readouterr().err

@@ -1,0 +1,47 @@
+"""``RunCheckpoint``: Lightning's ModelCheckpoint, made to lose little work and to follow its run folder.
+
+* ``save_every_minutes``: ``last.ckpt`` is also written after the first update that ends that
+  long after the previous save (training time), whatever the evaluation interval: a run killed
+  before its first interval still leaves a checkpoint. (ModelCheckpoint's own
+  ``train_time_interval`` is ignored under manual optimisation, which every algorithm here uses.)
+* A run folder moved elsewhere and resumed keeps writing its ``last.ckpt`` (ModelCheckpoint
+  would leave it stale and write ``last-v1.ckpt``, since the saved absolute path no longer matches).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import lightning as L
+from lightning.pytorch.callbacks import ModelCheckpoint
+
+
+class RunCheckpoint(ModelCheckpoint):
+    """ModelCheckpoint plus a time-based ``last.ckpt`` (every ``save_every_minutes`` of training, None: off)."""
+
+    def __init__(self, *args: Any, save_every_minutes: float | None = 5.0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if save_every_minutes is not None and not save_every_minutes >= 0:
+            raise ValueError(f"save_every_minutes must be >= 0 (or None: off), got {save_every_minutes!r}")
+        self.save_every_minutes = save_every_minutes
+        self._last_timed_save = time.monotonic()
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        super().on_train_start(trainer, pl_module)
+        self._last_timed_save = time.monotonic()
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any, **kwargs: Any) -> None:
+        super().on_train_batch_end(trainer, pl_module, *args, **kwargs)
+        if self.save_every_minutes is None or not self.save_last or self._should_skip_saving_checkpoint(trainer):
+            return
+        due = time.monotonic() - self._last_timed_save >= 60 * self.save_every_minutes
+        if trainer.strategy.broadcast(due):  # rank 0 decides, so that every rank saves together
+            self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
+            self._last_timed_save = time.monotonic()
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        super().load_state_dict(state_dict)
+        if self.dirpath and not self.last_model_path and self.save_last:  # the folder moved: this one's last.ckpt
+            self.last_model_path = os.path.join(self.dirpath, self.CHECKPOINT_NAME_LAST + self.FILE_EXTENSION)

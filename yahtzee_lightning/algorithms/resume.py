@@ -1,0 +1,110 @@
+"""What ``fit --ckpt_path`` resumes, and the rule it enforces (README, "Resuming a run").
+
+A checkpoint restores the network's weights, the optimiser (its learning rate included), the
+learning-rate schedule and the progress (updates, epochs, games). Every other setting is read
+from the config as given, so an override of it applies. The settings a checkpoint fixes (the
+network's shape, ``lr``) must equal the checkpoint's: an override of one would be silently
+dropped, so it is refused, naming it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
+
+log = logging.getLogger(__name__)
+
+#: Settings fixed by a checkpoint besides the network's (``NETWORK_KEYS`` of the module's class).
+FIXED_ON_RESUME = ("lr",)
+
+
+class ResumeError(ValueError):
+    """A ``--ckpt_path`` that cannot be resumed as asked; the message says why."""
+
+
+def read_checkpoint(path: Path) -> dict[str, Any] | None:
+    """The checkpoint at ``path`` (tensors and plain data only, no unpickling), or None if damaged."""
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception:  # truncated, garbage, not a checkpoint: all mean "not usable"
+        return None
+    return ckpt if isinstance(ckpt, dict) and "state_dict" in ckpt else None
+
+
+def checkpoint_dirs(trainer: L.Trainer) -> list[Path]:
+    return [Path(cb.dirpath) for cb in trainer.checkpoint_callbacks if isinstance(cb, ModelCheckpoint) and cb.dirpath]
+
+
+def find_resumable(dirs: list[Path]) -> tuple[Path | None, dict[str, Any] | None]:
+    """The newest intact checkpoint in ``dirs`` (``last.ckpt`` first on a tie); a damaged newer one is
+    skipped with a warning."""
+    files = [f for d in dirs if d.is_dir() for f in d.glob("*.ckpt")]
+    files.sort(key=lambda f: (f.stat().st_mtime, f.name.startswith("last")), reverse=True)
+    for f in files:
+        ckpt = read_checkpoint(f)
+        if ckpt is not None:
+            return f, ckpt
+        log.warning("warning: %s is damaged (it does not load); resuming from the newest intact checkpoint", f)
+    return None, None
+
+
+def resolve_ckpt_path(ckpt_path: str | None, trainer: L.Trainer) -> tuple[str | None, dict[str, Any] | None]:
+    """``--ckpt_path`` as a file to resume from (None: start anew) and its content.
+
+    ``last``: the newest intact checkpoint of the run's checkpoint folders; none there means a new
+    run, said plainly. A named file must exist and load.
+    """
+    if ckpt_path is None:
+        return None, None
+    if ckpt_path != "last":
+        path = Path(ckpt_path)
+        if not path.is_file():
+            raise ResumeError(f"--ckpt_path {ckpt_path}: no such checkpoint file")
+        ckpt = read_checkpoint(path)
+        if ckpt is None:
+            raise ResumeError(f"--ckpt_path {ckpt_path}: the checkpoint is damaged (it does not load)")
+        return str(path), ckpt
+    dirs = checkpoint_dirs(trainer)
+    if not dirs:
+        return ckpt_path, None  # no checkpoint folder configured: Lightning's own search
+    path, ckpt = find_resumable(dirs)
+    if path is None:
+        where = ", ".join(str(d) for d in dirs)
+        log.warning("warning: --ckpt_path last: nothing to resume in %s; starting a new run", where)
+        return None, None
+    print(f"resuming from {path}", file=sys.stderr)
+    return str(path), ckpt
+
+
+def check_overrides(model: L.LightningModule, ckpt: dict[str, Any], path: str) -> None:
+    """Refuse a setting that differs from the checkpoint's where the checkpoint would win silently."""
+    saved = ckpt.get("hyper_parameters") or {}
+    keys = (*getattr(type(model), "NETWORK_KEYS", ()), *FIXED_ON_RESUME)
+    changed = [
+        f"{k}={model.hparams[k]!r} (the checkpoint's: {saved[k]!r})"
+        for k in keys
+        if k in saved and k in model.hparams and saved[k] != model.hparams[k]
+    ]
+    if changed:
+        raise ResumeError(
+            f"resuming {path} would silently keep the checkpoint's network and optimiser, but the config asks for "
+            f"{', '.join(changed)}; drop the override, or start a new run from these weights with "
+            f"--model.init_args.init_from={path}"
+        )
+
+
+def ensure_final_evaluation(trainer: L.Trainer, model: L.LightningModule) -> None:
+    """A completed run ends with its final evaluation, also when resumed after a kill during it
+    (Lightning skips a finished fit, and its ``on_train_end``, entirely)."""
+    if trainer.interrupted or not trainer.is_global_zero or not trainer.fit_loop.done:
+        return
+    if not hasattr(model, "final_evaluation") or model.final_evaluation is not None:
+        return
+    model.to(trainer.strategy.root_device)
+    model.on_train_end()
