@@ -17,6 +17,7 @@ BAD = [
     ("top_k", 0),
     ("n_players", 0),
     ("final_eval_games", -1),
+    ("diagnose_games", -1),
     ("seed", -1),
     ("seed", 2**62),
     ("lr", 0.0),

@@ -164,6 +164,7 @@ class OnPolicyAlgorithm(L.LightningModule):
         for name in ("total_games", "games_per_batch", "evaluations", "eval_games", "top_k", "n_players"):
             need(isinstance(h[name], int) and h[name] >= 1, name, "an integer >= 1")
         need(isinstance(h.final_eval_games, int) and h.final_eval_games >= 0, "final_eval_games", ">= 0 (0: none)")
+        need(isinstance(h.diagnose_games, int) and h.diagnose_games >= 0, "diagnose_games", ">= 0 (0: off)")
         need(isinstance(h.seed, int) and 0 <= h.seed < 2**32, "seed", "an integer in 0..2**32-1")
         need(h.lr > 0, "lr", "> 0")
         for name in ("r_alpha", "warmup", "hold", "entropy_hold", "entropy_anneal", "gamma_min", "gamma_max"):
