@@ -41,6 +41,8 @@ def _ask(prompt: str, inp: TextIO, out: TextIO) -> str:
     line = inp.readline()
     if not line:  # end of input
         raise EOFError
+    if not inp.isatty():  # a script or a pipe: echo it, so the transcript reads like a session
+        out.write(line if line.endswith("\n") else line + "\n")
     word = line.strip()
     if word.lower() in ("q", "quit", "exit"):
         raise Quit
