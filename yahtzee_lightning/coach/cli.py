@@ -83,6 +83,8 @@ def advise_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print JSON")
     add_rules_arguments(parser)
     args = parser.parse_args(argv)
+    if args.top is not None and args.top < 1:
+        parser.error(f"--top must be >= 1, got {args.top}")
     rules = rules_from_args(args, parser)
     try:
         card = parse_card(args.card, rules)
