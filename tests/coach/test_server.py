@@ -28,7 +28,7 @@ def test_the_api_plays_a_whole_game_and_prices_each_choice(server):
     oracle = TurnOracle(SMALL, load_or_solve(SMALL, progress=False))
     status, g = call(server, "POST", "new", {"seed": 4})
     assert status == 200 and g["card"] == [-1 if b in SMALL.boxes else 0 for b in range(13)]
-    lines, turns = [], 0
+    lines, turns, regrets = [], 0, {"you": 0.0, "greedy": 0.0}
     while not g["over"]:
         before = g
         # The best advice at every step: keep (first hold the best keep's dice), then score the best box.
@@ -45,9 +45,13 @@ def test_the_api_plays_a_whole_game_and_prices_each_choice(server):
             turns += 1
         assert status == 200 and g["lines"][0].startswith("you: ") and g["lines"][0].endswith("optimal")
         lines += g["lines"]
+        assert [d["who"] for d in g["decisions"]] == [line.split(":")[0] for line in g["lines"]]
+        for d in g["decisions"]:
+            regrets[d["who"]] += d["regret"]
         assert g["id"] == before["id"]
     assert turns == SMALL.n_turns and g["regret"] == pytest.approx(0.0, abs=1e-9)  # the optimum's own choices
     agent = g["agent"]
+    assert regrets == pytest.approx({"you": g["regret"], "greedy": agent["regret"]}, abs=1e-9)
     assert agent["name"] == "greedy" and all(agent["card"][b] >= 0 for b in SMALL.boxes)
     assert sum(1 for line in lines if line.startswith("greedy: ")) == 3 * SMALL.n_turns
     assert g["summary"][-1].startswith(f"{g['score']} to {agent['score']}")

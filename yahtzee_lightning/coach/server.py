@@ -13,7 +13,8 @@ API (JSON in, JSON out; a bad request is ``400 {"error": "..."}``):
 * ``POST /api/game/ID/score`` ``{"box": "sixes"}`` (name, alias or unambiguous prefix) -> view
 
 A view is the game (:meth:`CoachedGame.to_json`) plus ``id``, ``advice`` (the ranked choices),
-``lines`` (the verdicts on the decisions just made) and, once over, ``summary``.
+``lines`` (the verdicts on the decisions just made, in words), ``decisions`` (the same as data:
+position, chosen and best choice, regret) and, once over, ``summary``.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class CoachServer(ThreadingHTTPServer):
         out["id"] = game_id
         out["advice"] = [] if game.over else [asdict(c) for c in game.advice()]
         out["lines"] = [verdict(d) for d in made or []]
+        out["decisions"] = [d.to_json() for d in made or []]
         out["summary"] = summary(game) if game.over else None
         return out
 
