@@ -1,7 +1,8 @@
 """Training throughput: env steps per second end to end, collection and update separately.
 
 For each algorithm and network size, a short run is timed phase by phase: collection (the
-TorchRL rollout with the policy into the preallocated batch) and the update (the algorithm's loss, backward, step).
+TorchRL rollout with the policy into the preallocated batch; for Distill also the oracle's labels
+of every position) and the update (the algorithm's loss, backward, step).
 
     python benchmarks/bench_training.py [--games 2560] [--games-per-batch 128] [--json out.json]
 """
@@ -15,11 +16,12 @@ from pathlib import Path
 
 import torch
 
-from yahtzee_lightning.algorithms import A2C, PPO, Reinforce
+from yahtzee_lightning.algorithms import A2C, PPO, Distill, Reinforce
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import sync, write_json  # noqa: E402
 
+ALGORITHMS = {cls.__name__: cls for cls in (Reinforce, A2C, PPO, Distill)}
 NETWORKS = {"baseline (600x3)": {"d_h": 600, "n_layers": 3}, "small (128x2)": {"d_h": 128, "n_layers": 2}}
 
 
@@ -59,11 +61,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--games-per-batch", type=int, default=128)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", default=None)
+    parser.add_argument(
+        "--algorithms", nargs="+", default=list(ALGORITHMS), choices=list(ALGORITHMS), help="which to time"
+    )
+    parser.add_argument("--networks", nargs="+", default=list(NETWORKS), choices=list(NETWORKS))
     args = parser.parse_args(argv)
     rows = []
     print(f"{'algorithm':<10} {'network':<18} {'steps/s':>9} {'collect steps/s':>16} {'update steps/s':>15}")
-    for net_name, net in NETWORKS.items():
-        for cls in (Reinforce, A2C, PPO):
+    for net_name in args.networks:
+        net = NETWORKS[net_name]
+        for cls in (ALGORITHMS[name] for name in args.algorithms):
             r = measure(cls, net, args.games, args.games_per_batch, args.device)
             r.update(algorithm=cls.__name__, network=net_name)
             rows.append(r)
