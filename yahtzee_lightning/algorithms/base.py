@@ -13,6 +13,7 @@ and a checkpoint follows.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,13 +33,24 @@ from ..schedules import anneal, lr_factor
 
 
 class _Updates(IterableDataset):
-    """``n`` update indices: the data itself is played inside ``training_step``."""
+    """``n`` update indices: the data itself is played inside ``training_step``.
+
+    Its length gives Lightning's progress bar a total and an ETA. (Iterable, not map-style: a
+    distributed sampler would split the updates between ranks; one process reads it, so
+    Lightning's warning about lengths under multi-process loading does not apply.)
+    """
 
     def __init__(self, n: int) -> None:
         self.n = n
 
     def __iter__(self):
         yield from range(self.n)
+
+    def __len__(self) -> int:
+        return self.n
+
+
+warnings.filterwarnings("ignore", message="Your `IterableDataset` has `__len__` defined")
 
 
 @dataclass
@@ -52,6 +64,9 @@ class _Players:
 class _Once(IterableDataset):
     def __iter__(self):
         yield 0
+
+    def __len__(self) -> int:
+        return 1
 
 
 class OnPolicyAlgorithm(L.LightningModule):

@@ -92,7 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.players >= 2:
         from .match import format_match, play_matches
 
-        result = play_matches(player, opponent, args.games, args.seed, rules, args.players, device=args.device)
+        result = play_matches(
+            player, opponent, args.games, args.seed, rules, args.players, device=args.device, progress=True
+        )
         print(json.dumps(result, indent=2) if args.json else format_match(result))
         return 0
 

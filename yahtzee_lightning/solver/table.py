@@ -144,9 +144,9 @@ def solve(
     layers = list(range(len(rules.boxes) - 1, -1, -1))
     bar = None
     if progress is True:
-        from tqdm.auto import tqdm
+        from ..progress import progress_bar
 
-        bar = tqdm(total=len(layers), desc=f"solving {rules.tag()}", unit="layer")
+        bar = progress_bar(len(layers), f"solving {rules.tag()}", unit="layer")
     n_out = len(rules.boxes_out_of_play)
     for k in layers:
         for masks, uppers, flags, irrelevant in _blocks(rules, n_out + k, device):
