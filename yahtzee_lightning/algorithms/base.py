@@ -50,9 +50,6 @@ class _Updates(IterableDataset):
         return self.n
 
 
-warnings.filterwarnings("ignore", message="Your `IterableDataset` has `__len__` defined")
-
-
 @dataclass
 class _Players:
     """Collection's env and policy: held outside the module's registered children (and checkpoints)."""
@@ -285,6 +282,7 @@ class OnPolicyAlgorithm(L.LightningModule):
         return self.last_batch
 
     def train_dataloader(self) -> DataLoader:
+        warnings.filterwarnings("ignore", message="Your `IterableDataset` has `__len__` defined")  # see _Updates
         return DataLoader(_Updates(self.updates_per_epoch), batch_size=None)
 
     def val_dataloader(self) -> DataLoader:
