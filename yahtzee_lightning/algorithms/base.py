@@ -67,7 +67,7 @@ class _Once(IterableDataset):
 
 
 class OnPolicyAlgorithm(L.LightningModule):
-    """Base of REINFORCE, A2C and PPO; hyperparameters follow SPEC section 5.
+    """Base of REINFORCE, A2C and PPO; hyperparameters: docs/hyperparameters.md.
 
     Task: ``task`` (full_game or single_turn), ``start_card`` (single turn: empty or random),
     ``joker``, ``yahtzee_bonus``, ``boxes``. Network: see :class:`PolicyValueNet`.

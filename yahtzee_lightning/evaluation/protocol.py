@@ -1,4 +1,4 @@
-"""The evaluation protocol (SPEC section 7): play N seeded games and summarise them.
+"""The evaluation protocol (docs/metrics.md): play N seeded games and summarise them.
 
 Games are played in batches through :class:`YahtzeeEnv`; every decision is also scored against
 the exact optimum (regret: expected points lost against the best choice), split into keep and
