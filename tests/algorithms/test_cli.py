@@ -84,6 +84,29 @@ def test_unknown_and_ill_typed_keys_name_themselves(tmp_path, capsys, monkeypatc
     assert "d_h" in capsys.readouterr().err
 
 
+def test_trainer_overrides_budget_epochs_and_a_terminal_only_bar(monkeypatch):
+    import io
+
+    import lightning as L
+
+    from yahtzee_lightning.algorithms import Reinforce
+    from yahtzee_lightning.algorithms.cli import ProgressBarOnStderr, trainer_overrides
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    model = Reinforce(d_h=8, n_layers=1, head_hidden=8, total_games=40)
+    monkeypatch.setattr("sys.stderr", Terminal())
+    ours = trainer_overrides(model, {"max_epochs": None, "callbacks": []})
+    assert ours["max_epochs"] == -1  # setup() then takes the epoch count from the budget
+    assert [type(c) for c in ours["callbacks"]] == [ProgressBarOnStderr]
+    assert trainer_overrides(model, {"max_epochs": 2, "enable_progress_bar": False}) == {}  # asked for: kept
+    assert "max_epochs" not in trainer_overrides(L.LightningModule(), {"max_epochs": None})  # not ours: no budget
+    monkeypatch.setattr("sys.stderr", io.StringIO())  # not a terminal: no bar
+    assert trainer_overrides(model, {"max_epochs": 2})["enable_progress_bar"] is False
+
+
 def _warned(recwarn, *fragments: str) -> list[str]:
     return [str(w.message) for w in recwarn if any(f in str(w.message) for f in fragments)]
 
