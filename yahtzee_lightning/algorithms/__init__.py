@@ -2,7 +2,8 @@
 
 from .a2c import A2C
 from .base import OnPolicyAlgorithm
+from .distill import Distill
 from .ppo import PPO
 from .reinforce import Reinforce
 
-__all__ = ["A2C", "PPO", "OnPolicyAlgorithm", "Reinforce"]
+__all__ = ["A2C", "PPO", "Distill", "OnPolicyAlgorithm", "Reinforce"]

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -77,7 +79,8 @@ class OnPolicyAlgorithm(L.LightningModule):
     ``entropy_anneal``; discount from ``gamma_min`` to ``gamma_max``. Budget: ``total_games``
     in batches of ``games_per_batch``, ``evaluations`` evaluation intervals of ``eval_games``
     games each, and a final evaluation of ``final_eval_games`` (0 = skip) against the optimum.
-    ``init_from``: a Lightning checkpoint whose network weights start this run (transfer).
+    ``init_from``: a Lightning checkpoint or an agent folder whose network weights start this run
+    (transfer, or RL fine-tuning of a distilled agent).
     ``n_players`` >= 2 trains against ``opponent`` (random, greedy, optimal, an agent folder, or
     ``self``: the learner's own current policy, for self-play) in the N-player env
     with ``reward`` (win, margin, fixed_target, moving_target, score); use features that see the
@@ -208,8 +211,14 @@ class OnPolicyAlgorithm(L.LightningModule):
         )
 
     def _load_network(self, path: str) -> None:
-        state = torch.load(path, map_location="cpu", weights_only=True)["state_dict"]
-        net_state = {k.removeprefix("net."): v for k, v in state.items() if k.startswith("net.")}
+        """Start from another run's network: a Lightning checkpoint, or an exported agent folder."""
+        if Path(path).is_dir():
+            from ..hub import YahtzeeAgent
+
+            net_state = YahtzeeAgent.load(path).net.state_dict()
+        else:
+            state = torch.load(path, map_location="cpu", weights_only=True)["state_dict"]
+            net_state = {k.removeprefix("net."): v for k, v in state.items() if k.startswith("net.")}
         try:
             missing, unexpected = self.net.load_state_dict(net_state, strict=False)
         except RuntimeError as e:  # mis-shaped tensors
@@ -362,6 +371,13 @@ class OnPolicyAlgorithm(L.LightningModule):
         if value is not None:
             stats["explained_variance"] = explained_variance(value.detach(), target)
         return stats
+
+    @staticmethod
+    def minibatches(batch: TensorDictBase, epochs: int, games_per_minibatch: int) -> Iterator[TensorDictBase]:
+        """``epochs`` passes over the batch's games in random minibatches, each flattened to steps."""
+        for _ in range(epochs):
+            for idx in torch.randperm(batch.shape[0], device=batch.device).split(games_per_minibatch):
+                yield batch[idx].reshape(-1)
 
     def normalize(self, advantage: torch.Tensor) -> torch.Tensor:
         if self.hparams.normalize_advantage and advantage.numel() > 1:

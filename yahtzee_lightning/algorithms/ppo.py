@@ -73,18 +73,15 @@ class PPO(OnPolicyAlgorithm):
         batch.set("returns", returns.squeeze(-1))
 
         stats: dict[str, list[float]] = {}
-        games = batch.shape[0]
-        for _ in range(h.epochs):
-            for idx in torch.randperm(games, device=batch.device).split(h.games_per_minibatch):
-                mb = batch[idx].reshape(-1)
-                parts, ratio, value = self.loss_parts(mb, coefs)
-                loss = parts["policy"] + parts["value"] + parts["entropy"]
-                grad_norm, clipped = self.step_optimizer(loss)
+        for mb in self.minibatches(batch, h.epochs, h.games_per_minibatch):
+            parts, ratio, value = self.loss_parts(mb, coefs)
+            loss = parts["policy"] + parts["value"] + parts["entropy"]
+            grad_norm, clipped = self.step_optimizer(loss)
 
-                mb_stats = self.update_stats(loss, parts, mb["advantage"], value, mb["returns"], grad_norm, clipped)
-                mb_stats["clip_fraction"] = float(((ratio - 1).abs() > h.clip_eps).float().mean())
-                for k, v in mb_stats.items():
-                    stats.setdefault(k, []).append(v)
+            mb_stats = self.update_stats(loss, parts, mb["advantage"], value, mb["returns"], grad_norm, clipped)
+            mb_stats["clip_fraction"] = float(((ratio - 1).abs() > h.clip_eps).float().mean())
+            for k, v in mb_stats.items():
+                stats.setdefault(k, []).append(v)
         return {k: sum(v) / len(v) for k, v in stats.items()}
 
     def loss_parts(

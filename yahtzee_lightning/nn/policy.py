@@ -62,6 +62,16 @@ class TurnDistribution(Distribution):
             return self.keep.log_prob(bits).sum(-1)
         return self.keep.log_prob(keep)
 
+    def keep_log_probs(self) -> torch.Tensor:
+        """``(..., 32)``: the log-probability of every keep pattern (for losses over all of them)."""
+        if not self.bernoulli:
+            return self.keep.logits
+        patterns = torch.arange(1 << N_DICE, device=self.keep.logits.device)
+        bits = ((patterns.unsqueeze(-1) >> torch.arange(N_DICE, device=patterns.device)) & 1).to(self.keep.logits)
+        logits = self.keep.logits
+        on, off = torch.nn.functional.logsigmoid(logits), torch.nn.functional.logsigmoid(-logits)
+        return on @ bits.T + off @ (1 - bits).T
+
     def keep_entropy(self) -> torch.Tensor:
         return self.keep.entropy().sum(-1) if self.bernoulli else self.keep.entropy()
 
@@ -118,12 +128,16 @@ class PolicyModule(TensorDictModuleBase):
         self.net.eval()
         dist, value = distribution(self.net, td)
         self.net.train(was_training)
-        keep, box = dist.mode if self.deterministic else dist.sample()
+        keep, box = self.choose(td, dist)
         td.set(K.KEEP, keep)
         td.set(K.BOX, box)
         td.set(LOG_PROB, dist.log_prob(keep, box))
         td.set(VALUE, value)
         return td
+
+    def choose(self, td: TensorDictBase, dist: TurnDistribution) -> tuple[torch.Tensor, torch.Tensor]:
+        """The action played: the network's own (a subclass may label ``td`` or mix in a teacher)."""
+        return dist.mode if self.deterministic else dist.sample()
 
 
 class NetworkHeads(TensorDictModuleBase):

@@ -8,13 +8,14 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .cache import load_or_solve, table_path
-    from .oracle import TurnOracle, turn_state
+    from .oracle import TurnOracle, choice_regret, turn_state
     from .table import FORMAT_VERSION, OptimalTable, reachable_uppers, solve
 
 __all__ = [
     "FORMAT_VERSION",
     "OptimalTable",
     "TurnOracle",
+    "choice_regret",
     "load_or_solve",
     "reachable_uppers",
     "solve",
@@ -25,7 +26,7 @@ __getattr__ = lazy_exports(
     __name__,
     {
         **dict.fromkeys(["load_or_solve", "table_path"], ".cache"),
-        **dict.fromkeys(["TurnOracle", "turn_state"], ".oracle"),
+        **dict.fromkeys(["TurnOracle", "choice_regret", "turn_state"], ".oracle"),
         **dict.fromkeys(["FORMAT_VERSION", "OptimalTable", "reachable_uppers", "solve"], ".table"),
     },
 )

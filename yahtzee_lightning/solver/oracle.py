@@ -83,7 +83,13 @@ class TurnOracle:
         self, dice: torch.Tensor, roll: torch.Tensor, card: torch.Tensor, keep: torch.Tensor, box: torch.Tensor
     ) -> torch.Tensor:
         """Expected points lost by the chosen action against the best one, per game."""
-        kv, bv = self.action_values(dice, roll, card)
-        keep_regret = kv.amax(-1) - kv.gather(1, keep.long().unsqueeze(-1)).squeeze(-1)
-        box_regret = bv.amax(-1) - bv.gather(1, box.long().unsqueeze(-1)).squeeze(-1)
-        return torch.where(roll == N_ROLLS - 1, box_regret, keep_regret)
+        return choice_regret(*self.action_values(dice, roll, card), roll, keep, box)
+
+
+def choice_regret(
+    keep_values: torch.Tensor, box_values: torch.Tensor, roll: torch.Tensor, keep: torch.Tensor, box: torch.Tensor
+) -> torch.Tensor:
+    """Expected points lost by each chosen action (the keep where ``roll < 2``, else the box)."""
+    keep_regret = keep_values.amax(-1) - keep_values.gather(-1, keep.long().unsqueeze(-1)).squeeze(-1)
+    box_regret = box_values.amax(-1) - box_values.gather(-1, box.long().unsqueeze(-1)).squeeze(-1)
+    return torch.where(roll == N_ROLLS - 1, box_regret, keep_regret)
