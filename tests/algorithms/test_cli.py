@@ -23,6 +23,7 @@ TINY_KEYS = {
     "updates_per_batch": 2,
     "batch_size": 16,
     "games_per_batch": 8,
+    "games_per_minibatch": 4,
     "total_games": 48,
     "evaluations": 3,
     "eval_games": 20,
