@@ -27,6 +27,6 @@ else
 fi
 python3 benchmarks/bench_env.py --device "$DEVICE" --sizes "${sizes[@]}" --seconds "$seconds" --json "$OUT/env.json"
 python3 benchmarks/bench_solver.py --device "$DEVICE" --variants "${variants[@]}" --repeat "$repeat" --json "$OUT/solver.json"
-python3 benchmarks/bench_evaluation.py --device "$DEVICE" --games "$games" --agent checkpoints/reinforce-full-game \
+python3 benchmarks/bench_evaluation.py --device "$DEVICE" --games "$games" --agent checkpoints/distilled-128x2 \
   --json "$OUT/evaluation.json"
 python3 benchmarks/bench_training.py --device "$DEVICE" "${train[@]}" --json "$OUT/training.json"

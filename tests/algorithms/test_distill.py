@@ -3,9 +3,10 @@
 import lightning as L
 import pytest
 import torch
+from quick_fit import SMALL, fit_quietly
 
 from yahtzee_lightning.algorithms import PPO, Distill
-from yahtzee_lightning.algorithms.distill import BOX_VALUES, KEEP_VALUES, LabelledPolicy
+from yahtzee_lightning.algorithms.distill import BOX_VALUES, KEEP_VALUES
 from yahtzee_lightning.env import keys as K
 from yahtzee_lightning.evaluation import play_games, play_single_turns, summarize
 from yahtzee_lightning.game import Rules
@@ -13,20 +14,7 @@ from yahtzee_lightning.game.rules import N_ROLLS
 from yahtzee_lightning.players import GreedyPlayer, OptimalPlayer, RandomPlayer
 from yahtzee_lightning.solver import TurnOracle, load_or_solve
 
-SMALL = {"d_h": 64, "n_layers": 2, "head_hidden": 64, "evaluations": 1, "eval_games": 20, "final_eval_games": 0}
 FIVE = Rules(joker="forced", boxes=(0, 5, 8, 11, 12))  # five boxes: solved in a blink, every rule path
-
-
-def _fit(model) -> None:
-    trainer = L.Trainer(
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        limit_val_batches=0,
-    )
-    trainer.fit(model)
 
 
 def _rules_kwargs(rules: Rules) -> dict:
@@ -98,9 +86,9 @@ def test_loss_is_zero_regret_for_the_teacher_and_positive_for_a_uniform_policy()
 
 def test_distillation_approaches_the_optimum_and_learns_the_value(default_table):
     L.seed_everything(0)
-    model = Distill(games_per_batch=128, total_games=2560, lr=3e-3, epochs=2, games_per_minibatch=32, seed=0, **SMALL)
+    model = Distill(games_per_batch=128, total_games=3840, lr=3e-3, epochs=2, games_per_minibatch=16, seed=0, **SMALL)
     first = model.loss_parts(model.collect().reshape(-1))[1]
-    _fit(model)
+    fit_quietly(model)
     last = model.loss_parts(model.collect().reshape(-1))[1]
     assert last["regret_keep"] < 0.5 * first["regret_keep"]
     assert last["regret_box"] < 0.5 * first["regret_box"]
@@ -126,7 +114,7 @@ def test_single_turn_task_learns_from_the_greedy_teacher():
         **SMALL,
     )
     assert model.make_oracle().table is None  # "auto": the one-turn greedy values
-    _fit(model)
+    fit_quietly(model)
     learned = play_single_turns(model.player(), 2000, seed=1, rules=Rules())
     greedy = play_single_turns(GreedyPlayer(Rules()), 2000, seed=1, rules=Rules())
     random = play_single_turns(RandomPlayer(seed=1), 2000, seed=1, rules=Rules())
@@ -165,7 +153,7 @@ def test_ppo_fine_tuning_from_a_distilled_agent_keeps_its_strength(tmp_path):
         **_rules_kwargs(rules),
         **SMALL,
     )
-    _fit(teacher)
+    fit_quietly(teacher)
     YahtzeeAgent(teacher.net).save_pretrained(tmp_path / "distilled")
     before = summarize(play_games(teacher.player(), 2000, seed=5, rules=rules), rules)["score"]
     optimal = summarize(play_games(OptimalPlayer(rules), 2000, seed=5, rules=rules), rules)["score"]
@@ -184,6 +172,6 @@ def test_ppo_fine_tuning_from_a_distilled_agent_keeps_its_strength(tmp_path):
     )
     for name, p in tuned.net.state_dict().items():
         torch.testing.assert_close(p, teacher.net.state_dict()[name])  # it starts from the distilled weights
-    _fit(tuned)
+    fit_quietly(tuned)
     after = summarize(play_games(tuned.player(), 2000, seed=5, rules=rules), rules)["score"]
     assert after["mean"] > before["mean"] - 3

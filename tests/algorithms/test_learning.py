@@ -3,25 +3,12 @@
 import lightning as L
 import pytest
 import torch
+from quick_fit import SMALL, fit_quietly
 
 from yahtzee_lightning.algorithms import A2C, PPO, Reinforce
 from yahtzee_lightning.evaluation import play_games, play_single_turns, summarize
 from yahtzee_lightning.game import Rules
 from yahtzee_lightning.players import RandomPlayer
-
-SMALL = {"d_h": 64, "n_layers": 2, "head_hidden": 64, "evaluations": 1, "eval_games": 20, "final_eval_games": 0}
-
-
-def _fit(model) -> None:
-    trainer = L.Trainer(
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        limit_val_batches=0,
-    )
-    trainer.fit(model)
 
 
 def test_single_turn_reinforce_beats_random_play():
@@ -36,7 +23,7 @@ def test_single_turn_reinforce_beats_random_play():
         seed=0,
         **SMALL,
     )
-    _fit(model)
+    fit_quietly(model)
     learned = play_single_turns(model.player(), 3000, seed=1, rules=Rules())
     random = play_single_turns(RandomPlayer(seed=1), 3000, seed=1, rules=Rules())
     se = (learned.var() / 3000 + random.var() / 3000).sqrt()
@@ -54,7 +41,7 @@ def test_full_game_training_raises_the_mean_score(cls, extra):
     L.seed_everything(0)
     model = cls(games_per_batch=64, total_games=3840, lr=3e-3, seed=0, **SMALL, **extra)
     before = summarize(play_games(model.player(), 600, seed=3, rules=Rules()), Rules())["score"]
-    _fit(model)
+    fit_quietly(model)
     after = summarize(play_games(model.player(), 600, seed=3, rules=Rules()), Rules())["score"]
     se = (before["se"] ** 2 + after["se"] ** 2) ** 0.5
     assert after["mean"] - before["mean"] > 4 * se
@@ -73,7 +60,7 @@ def test_two_player_win_objective_and_self_play_train_from_config_alone():
             seed=0,
             **{**SMALL, "final_eval_games": 40},
         )
-        _fit(model)
+        fit_quietly(model)
         assert model.final_evaluation["games"] == 40 and "win" in model.final_evaluation
 
 

@@ -13,6 +13,7 @@ and a checkpoint follows.
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from ..game.rules import N_ROLLS
 from ..metrics import approx_kl, mask_diversity, top_k_share
 from ..nn import LOG_PROB, VALUE, PolicyModule, PolicyValueNet, distribution
 from ..schedules import anneal, lr_factor
+from ..solver import TurnOracle, choice_regret, load_or_solve
 
 
 class _Updates(IterableDataset):
@@ -81,6 +83,9 @@ class OnPolicyAlgorithm(L.LightningModule):
     games each, and a final evaluation of ``final_eval_games`` (0 = skip) against the optimum.
     ``init_from``: a Lightning checkpoint or an agent folder whose network weights start this run
     (transfer, or RL fine-tuning of a distilled agent).
+    ``diagnose_games``: games of each batch whose decisions the exact oracle scores, for the
+    logged regret per keep and per box decision (0 = off); every interval the evaluation games
+    are scored too, with the regret broken down by turn and by box.
     ``n_players`` >= 2 trains against ``opponent`` (random, greedy, optimal, an agent folder, or
     ``self``: the learner's own current policy, for self-play) in the N-player env
     with ``reward`` (win, margin, fixed_target, moving_target, score); use features that see the
@@ -129,6 +134,7 @@ class OnPolicyAlgorithm(L.LightningModule):
         opponent: str = "random",
         reward: str = "win",
         init_from: str | None = None,
+        diagnose_games: int = 16,
         seed: int = 0,
     ) -> None:
         super().__init__()
@@ -144,6 +150,7 @@ class OnPolicyAlgorithm(L.LightningModule):
         self._players: _Players | None = None  # env and policy of collection, built on first use
         self.last_batch: TensorDictBase | None = None  # the preallocated rollout, refilled every update
         self.final_evaluation: dict | None = None
+        self._oracles: dict[str, TurnOracle] = {}  # the exact oracle(s), built on first use
 
     NETWORK_KEYS = (
         "dice_encoder",
@@ -210,6 +217,36 @@ class OnPolicyAlgorithm(L.LightningModule):
             anneal(f, h.beta_score_max, h.beta_score_min, h.entropy_hold, h.entropy_anneal),
         )
 
+    def make_oracle(self, teacher: str = "auto") -> TurnOracle:
+        """The exact oracle on the module's device: ``optimal`` (the solved table) or ``greedy``
+        (one-turn values); ``auto`` is greedy for the single-turn task, optimal otherwise."""
+        if teacher == "auto":
+            teacher = "greedy" if self.hparams.task == "single_turn" else "optimal"
+        if teacher not in self._oracles:
+            table = load_or_solve(self.rules, self.device, progress=False) if teacher == "optimal" else None
+            self._oracles[teacher] = TurnOracle(self.rules, table)
+        return self._oracles[teacher]
+
+    @torch.no_grad()
+    def diagnose(self, batch: TensorDictBase) -> dict[str, float]:
+        """Exact regret of the greedy policy on the first ``diagnose_games`` games of a batch."""
+        h = self.hparams
+        if h.diagnose_games <= 0 or h.n_players >= 2:
+            return {}
+        sample = batch[: h.diagnose_games].reshape(-1)
+        keep_values, box_values = self.make_oracle().action_values(sample[K.DICE], sample[K.ROLL], sample[K.CARD])
+        was = self.net.training
+        self.net.eval()
+        keep, box = distribution(self.net, sample)[0].mode
+        self.net.train(was)
+        regret = choice_regret(keep_values, box_values, sample[K.ROLL], keep, box)
+        rolling = sample[K.ROLL] < N_ROLLS - 1
+        return {
+            "regret_keep": float(regret[rolling].mean()),
+            "regret_box": float(regret[~rolling].mean()),
+            "agreement": float((regret < 1e-6).float().mean()),
+        }
+
     def _load_network(self, path: str) -> None:
         """Start from another run's network: a Lightning checkpoint, or an exported agent folder."""
         if Path(path).is_dir():
@@ -228,6 +265,7 @@ class OnPolicyAlgorithm(L.LightningModule):
 
     # -------------------------------------------------------------- lightning
     def setup(self, stage: str) -> None:
+        self._started = time.monotonic()  # for the wall clock logged with every evaluation
         if stage == "fit":
             # One epoch is one evaluation interval; the number of epochs follows from the budget
             # (a smaller trainer.max_epochs stops early, e.g. to train part of a run).
@@ -401,7 +439,7 @@ class OnPolicyAlgorithm(L.LightningModule):
         """The update on a freshly collected batch, its schedules and its metrics."""
         beta_roll, beta_score = self.entropy_coefs()
         coefs = {"beta_roll": beta_roll, "beta_score": beta_score, "gamma": self.gamma()}
-        stats = self.update(batch, coefs)
+        stats = self.diagnose(batch) | self.update(batch, coefs)
         self.lr_schedulers().step()
         self.updates_done += 1
         flat = batch.reshape(-1)
@@ -447,13 +485,22 @@ class OnPolicyAlgorithm(L.LightningModule):
         else:
             from ..evaluation import play_games, summarize
 
-            s = summarize(play_games(self.player(), h.eval_games, h.seed + 7919, self.rules, self.device), self.rules)
+            oracle = self.make_oracle("optimal") if h.diagnose_games > 0 else None
+            raw = play_games(self.player(), h.eval_games, h.seed + 7919, self.rules, self.device, regret_oracle=oracle)
+            s = summarize(raw, self.rules)
             metrics = {
                 "eval/mean_score": s["score"]["mean"],
                 "eval/upper_bonus_rate": s["upper_bonus_rate"],
                 "eval/yahtzee_rate": s["yahtzee_rate"],
             }
+            if "regret" in s:  # where the points go: per decision, per turn, per box
+                r = s["regret"]
+                metrics |= {"eval/regret_per_game": r["per_game_mean"], "eval/regret_keep": r["keep_mean"]}
+                metrics["eval/regret_box"] = r["box_mean"]
+                metrics |= {f"eval_regret_turn/{t + 1:02d}": v for t, v in enumerate(r["by_turn"])}
+                metrics |= {f"eval_regret_box/{name}": v for name, v in r["by_box"].items()}
         metrics["eval/games"] = float(self.updates_done) * h.games_per_batch * self.world_size
+        metrics["eval/wall_clock_s"] = time.monotonic() - getattr(self, "_started", time.monotonic())
         self.log_dict(metrics, sync_dist=True, batch_size=1)
         self.log("eval_score", metrics["eval/mean_score"], prog_bar=True, logger=False, sync_dist=True, batch_size=1)
 

@@ -28,7 +28,7 @@ from tensordict import TensorDictBase
 
 from ..env import keys as K
 from ..nn import PolicyModule, PolicyValueNet, TurnDistribution, distribution
-from ..solver import TurnOracle, choice_regret, load_or_solve
+from ..solver import TurnOracle, choice_regret
 from .base import OnPolicyAlgorithm
 
 KEEP_VALUES = "keep_values"  # (32,) the teacher's expected points to come after each keep
@@ -115,11 +115,8 @@ class Distill(OnPolicyAlgorithm):
         self.save_hyperparameters()
 
     # ------------------------------------------------------------ the teacher
-    def make_oracle(self) -> TurnOracle:
-        h = self.hparams
-        teacher = h.teacher if h.teacher != "auto" else ("greedy" if h.task == "single_turn" else "optimal")
-        table = load_or_solve(self.rules, self.device) if teacher == "optimal" else None
-        return TurnOracle(self.rules, table)
+    def make_oracle(self, teacher: str | None = None) -> TurnOracle:
+        return super().make_oracle(teacher or self.hparams.teacher)
 
     def teacher_mix(self) -> float:
         h = self.hparams
@@ -128,7 +125,11 @@ class Distill(OnPolicyAlgorithm):
         return h.teacher_mix * max(0.0, 1.0 - self.progress / h.teacher_mix_decay)
 
     def collection_policy(self) -> LabelledPolicy:
-        return LabelledPolicy(self.net, self.make_oracle(), self.teacher_mix())
+        # Its own oracle object: the labels' per-game turn cache must not be shared with diagnostics.
+        return LabelledPolicy(self.net, TurnOracle(self.rules, self.make_oracle().table), self.teacher_mix())
+
+    def diagnose(self, batch: TensorDictBase) -> dict[str, float]:
+        return {}  # every position is labelled: the update logs the regret of the whole batch
 
     def collect(self) -> TensorDictBase:
         if self._players is not None:

@@ -133,8 +133,27 @@ def summarize(raw: dict[str, torch.Tensor], rules: Rules) -> dict:
             "box_mean": float(rb.mean()),
             "per_decision_mean": float(torch.cat([rk.flatten(), rb.flatten()]).mean()),
             "per_game_mean": float(rk.sum(1).mean() + rb.sum(1).mean()),
+            **regret_breakdown(rk, rb, raw["fill_turn"], rules),
         }
     return summary
+
+
+def regret_breakdown(
+    regret_keep: torch.Tensor, regret_box: torch.Tensor, fill_turn: torch.Tensor, rules: Rules
+) -> dict[str, object]:
+    """Where the points are lost, per game: by turn, and by the box each turn was scored in.
+
+    Both break the same total down (each sums to the regret per game), so a run can see whether
+    it loses its points early or late, and in the turns that chase Yahtzees or the upper bonus.
+    """
+    games, turns = regret_box.shape
+    per_turn = regret_keep.view(games, turns, N_ROLLS - 1).sum(-1) + regret_box  # (games, turns)
+    by_box = {}
+    for b in rules.boxes:
+        filled = fill_turn[:, b]
+        lost = per_turn.gather(1, filled.clamp(min=0).unsqueeze(1)).squeeze(1) * (filled >= 0)
+        by_box[BOX_NAMES[b]] = float(lost.sum() / games)
+    return {"by_turn": [float(x) for x in per_turn.mean(0)], "by_box": by_box}
 
 
 def evaluate(

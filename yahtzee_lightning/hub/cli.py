@@ -69,6 +69,7 @@ def export_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wall-clock", default=None, help="training wall clock, for the card (e.g. '25 min')")
     parser.add_argument("--hardware", default=None, help="training hardware, for the card (default: this machine)")
     parser.add_argument("--config", default=None, help="the training YAML, copied next to the agent")
+    parser.add_argument("--command", default=None, help="the training command, for the card")
     args = parser.parse_args(argv)
     if args.games < 0:
         parser.error(f"--games must be >= 0, got {args.games}")
@@ -89,6 +90,7 @@ def export_main(argv: list[str] | None = None) -> int:
     for key, value in (
         ("algorithm", args.algorithm),
         ("wall_clock", args.wall_clock),
+        ("command", args.command and f"`{args.command}`"),
         ("repo_id", args.repo_id),
         ("config_file", args.config and Path(args.config).name),
     ):
