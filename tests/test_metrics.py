@@ -1,4 +1,4 @@
-"""Training and policy-collapse metrics (SPEC section 6)."""
+"""Training and policy-collapse metrics (docs/metrics.md)."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Learning-rate, entropy and discount schedules (SPEC section 5), alone and inside an algorithm."""
+"""Learning-rate, entropy and discount schedules (docs/hyperparameters.md), alone and inside an algorithm."""
 
 import pytest
 import torch

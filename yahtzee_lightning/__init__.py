@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-from .game import Rules
+if TYPE_CHECKING:
+    from .env import YahtzeeEnv
+    from .game import Rules
+    from .hub import YahtzeeAgent
 
-__all__ = ["Rules", "YahtzeeEnv", "__version__"]
+__all__ = ["Rules", "YahtzeeAgent", "YahtzeeEnv", "__version__"]
 
-
-def __getattr__(name: str) -> Any:
-    # The environment pulls in TorchRL; import it only when asked for.
-    if name == "YahtzeeEnv":
-        from .env import YahtzeeEnv
-
-        return YahtzeeEnv
-    raise AttributeError(f"module 'yahtzee_lightning' has no attribute {name!r}")
+# Torch, TorchRL and the hub client load only when one of these is first used.
+__getattr__ = lazy_exports(__name__, {"Rules": ".game", "YahtzeeEnv": ".env", "YahtzeeAgent": ".hub"})

@@ -26,9 +26,15 @@ VERBS: dict[str, tuple[str, str]] = {
 }
 
 
+def plain(doc: str | None) -> str:
+    """A module docstring as a verb's ``--help`` description: without reST's double backticks."""
+    return (doc or "").replace("``", "")
+
+
 def _usage() -> str:
-    lines = ["usage: yahtzee-lightning VERB [options]", "", "verbs:"]
+    lines = ["usage: yahtzee-lightning [--version] VERB [options]", "", "verbs:"]
     lines += [f"  {verb:<10} {doc}" for verb, (_, doc) in VERBS.items()]
+    lines += ["", "yahtzee-lightning VERB --help describes a verb's options; fit --model.help CLASS an algorithm's."]
     return "\n".join(lines)
 
 
@@ -36,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(_usage())
+        return 0
+    if argv[0] == "--version":
+        from . import __version__
+
+        print(f"yahtzee-lightning {__version__}")
         return 0
     verb, rest = argv[0], argv[1:]
     if verb not in VERBS:

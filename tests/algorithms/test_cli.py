@@ -8,10 +8,27 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from yahtzee_lightning.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = sorted(p.name for p in (ROOT / "conf").glob("*.yaml"))
+# Tiny values for whichever of these keys a config has: every config trains 6 updates in seconds.
+TINY_KEYS = {
+    "d_h": 16,
+    "n_layers": 1,
+    "head_hidden": 16,
+    "hidden": "[16]",
+    "updates_per_batch": 2,
+    "batch_size": 16,
+    "games_per_batch": 8,
+    "games_per_minibatch": 4,
+    "total_games": 48,
+    "evaluations": 3,
+    "eval_games": 20,
+    "final_eval_games": 0,
+}
 TINY = [
     "--model.init_args.d_h=16",
     "--model.init_args.n_layers=1",
@@ -34,12 +51,31 @@ def _fit(tmp_path, config, *extra):
     return main(["fit", "--config", str(ROOT / "conf" / config), *TINY, *logs, *extra])
 
 
-@pytest.mark.parametrize(
-    "config", ["ppo.yaml", "a2c.yaml", "reinforce.yaml", "single_turn.yaml", "distill.yaml", "quickstart.yaml"]
-)
+NETWORK_KEYS = {"d_h", "n_layers", "head_hidden", "hidden"}
+
+
+def _tiny_overrides(config: str) -> list[str]:
+    init_args = yaml.safe_load((ROOT / "conf" / config).read_text())["model"].get("init_args", {})
+    start = init_args.get("init_from")  # a run that starts from a shipped network keeps that network's shape
+    tiny = {k: v for k, v in TINY_KEYS.items() if k in init_args and not (start and k in NETWORK_KEYS)}
+    out = [f"--model.init_args.{k}={v}" for k, v in tiny.items()]
+    return out + ([f"--model.init_args.init_from={ROOT / start}"] if start else [])
+
+
+def test_every_config_is_found():
+    assert {"ppo.yaml", "a2c.yaml", "distill.yaml", "quickstart.yaml", "dqn_two_player.yaml"} <= set(CONFIGS)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
 def test_every_config_trains_and_checkpoints(tmp_path, config, monkeypatch):
+    """Every YAML under conf/, a new one included, trains for a tiny budget and checkpoints."""
     monkeypatch.chdir(tmp_path)
-    assert _fit(tmp_path, config) == 0
+    logs = [
+        f"--trainer.logger.init_args.save_dir={tmp_path}",
+        f"--trainer.callbacks.init_args.dirpath={tmp_path / 'checkpoints'}",
+    ]
+    base = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
+    assert main(["fit", "--config", str(ROOT / "conf" / config), *_tiny_overrides(config), *base, *logs]) == 0
     ckpt = torch.load(tmp_path / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
     assert int(ckpt["state_dict"]["updates_done"]) == 6  # 48 games in batches of 8
     assert ckpt["epoch"] == 2
@@ -55,13 +91,57 @@ def test_unknown_and_ill_typed_keys_name_themselves(tmp_path, capsys, monkeypatc
     assert "d_h" in capsys.readouterr().err
 
 
-def test_resume_from_last_checkpoint_keeps_schedules_and_counts(tmp_path, monkeypatch):
+def test_trainer_overrides_budget_epochs_and_a_terminal_only_bar(monkeypatch):
+    import io
+
+    import lightning as L
+
+    from yahtzee_lightning.algorithms import Reinforce
+    from yahtzee_lightning.algorithms.cli import ProgressBarOnStderr, trainer_overrides
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    model = Reinforce(d_h=8, n_layers=1, head_hidden=8, total_games=40)
+    monkeypatch.setattr("sys.stderr", Terminal())
+    ours = trainer_overrides(model, {"max_epochs": None, "callbacks": []})
+    assert ours["max_epochs"] == -1  # setup() then takes the epoch count from the budget
+    assert [type(c) for c in ours["callbacks"]] == [ProgressBarOnStderr]
+    assert trainer_overrides(model, {"max_epochs": 2, "enable_progress_bar": False}) == {}  # asked for: kept
+    assert "max_epochs" not in trainer_overrides(L.LightningModule(), {"max_epochs": None})  # not ours: no budget
+    monkeypatch.setattr("sys.stderr", io.StringIO())  # not a terminal: no bar
+    assert trainer_overrides(model, {"max_epochs": 2})["enable_progress_bar"] is False
+
+
+def _warned(recwarn, *fragments: str) -> list[str]:
+    return [str(w.message) for w in recwarn if any(f in str(w.message) for f in fragments)]
+
+
+def test_one_log_folder_per_run_no_preventable_warnings_and_the_next_steps(tmp_path, monkeypatch, capsys, recwarn):
+    monkeypatch.chdir(tmp_path)  # the YAML's runs/reinforce, relative
+    config = str(ROOT / "conf" / "reinforce.yaml")
+    assert main(["fit", "--config", config, *TINY]) == 0
+    assert _warned(recwarn, "args parameter", "max_epochs") == []
+    out = capsys.readouterr().out
+    ckpt = Path("runs", "reinforce", "checkpoints", "last.ckpt")
+    assert f"checkpoint: {ckpt}" in out and f"yahtzee-lightning export {ckpt} my-agent" in out
+    assert main(["fit", "--config", config, *TINY]) == 0  # a second run: the next folder, for both loggers
+    logs = tmp_path / "runs" / "reinforce" / "lightning_logs"
+    assert sorted(p.name for p in logs.iterdir()) == ["version_0", "version_1"]
+    for version in logs.iterdir():
+        names = [p.name for p in version.iterdir()]
+        assert "metrics.csv" in names and any(n.startswith("events.out.tfevents") for n in names), names
+
+
+def test_resume_from_last_checkpoint_keeps_schedules_and_counts(tmp_path, monkeypatch, recwarn):
     monkeypatch.chdir(tmp_path)
     # A run stopped after its first interval (as if killed), then resumed to the end.
     assert _fit(tmp_path / "a", "a2c.yaml", "--trainer.max_epochs=1") == 0
     part = torch.load(tmp_path / "a" / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
     assert int(part["state_dict"]["updates_done"]) == 2
     assert _fit(tmp_path / "a", "a2c.yaml", "--ckpt_path=last") == 0
+    assert _warned(recwarn, "exists and is not empty") == []  # its own checkpoints: expected when resuming
     resumed = torch.load(tmp_path / "a" / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
     # The same run without interruption.
     assert _fit(tmp_path / "b", "a2c.yaml") == 0

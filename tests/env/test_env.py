@@ -49,7 +49,7 @@ def test_batched_auto_reset_keeps_games_going():
     assert int(done.sum()) == 8 * 10  # every game finishes every third step
     # After a reset the roll index starts again at 0.
     assert bool((td[K.ROLL][:, 3::3] == 0).all())
-    random_mean = 46  # reported for random play (SPEC section 10)
+    random_mean = 46  # reported for random play (docs/metrics.md)
     full = YahtzeeEnv(256, seed=3).rollout(39 * 4, break_when_any_done=False)
     per_game = full["next", K.REWARD].sum() / full["next", K.DONE].sum()
     assert abs(float(per_game) - random_mean) < 6

@@ -47,6 +47,8 @@ def test_cli_table_json_and_report(tmp_path, capsys, default_table):
     assert "greedy" in text and "optimal" in text and "regret per keep" in text
     for name in ("evaluation.json", "evaluation.md", "boxes.png", "scores.png"):
         assert (tmp_path / name).stat().st_size > 0
+    markdown = (tmp_path / "evaluation.md").read_text()
+    assert "![boxes](boxes.png)" in markdown and "![scores](scores.png)" in markdown  # the report shows its plots
 
 
 def test_cli_two_player_matches(capsys, default_table):

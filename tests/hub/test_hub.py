@@ -61,6 +61,9 @@ def test_save_and_load_round_trip(tmp_path):
     # A loaded agent (summary only, no score tensors) regenerates the same card.
     loaded.save_pretrained(tmp_path / "again")
     assert (tmp_path / "again" / "README.md").read_text() == (folder / "README.md").read_text()
+    # ``card``: the folder's README.md once loaded; before saving, the card save_pretrained would write.
+    assert loaded.card == (folder / "README.md").read_text()
+    assert YahtzeeAgent(loaded.net, loaded.training, loaded.evaluation).card == loaded.card
 
 
 def test_bad_artefacts_say_what_is_wrong(tmp_path):
@@ -180,6 +183,11 @@ def test_export_a_training_checkpoint_and_evaluate_it(tmp_path, capsys):
     boxes = [str(b) for b in RULES.boxes]
     assert main(["evaluate", "--agent", str(out), "--games", "50", "--no-optimal", "--boxes", *boxes]) == 0
     assert "mean score" in capsys.readouterr().out
+    # The checkpoint itself is not an agent: the error says which command makes one.
+    with pytest.raises(SystemExit) as exit_:
+        main(["evaluate", "--agent", str(ckpt), "--games", "5"])
+    assert exit_.value.code == 2
+    assert f"yahtzee-lightning export {ckpt} my-agent" in capsys.readouterr().err
 
 
 # Runs in a fresh process (huggingface_hub reads HF_ENDPOINT/HF_HOME/HF_HUB_OFFLINE at import):

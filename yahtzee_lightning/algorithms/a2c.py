@@ -1,4 +1,4 @@
-"""A2C with one-step TD(0) advantages (SPEC section 5)."""
+"""A2C with one-step TD(0) advantages (docs/hyperparameters.md)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class A2C(OnPolicyAlgorithm):
     ``A2CLoss`` does not fit, and the loss is the three lines below instead: in torchrl 0.14 it
     reads a nested action as a composite one and adds both heads' log-probabilities (the roll
     index must pick one, see ``nn/policy.py``), and its entropy bonus takes one coefficient where
-    SPEC section 5 anneals one per head. Written here, actor and critic also share one forward
+    the study anneals one per head. Written here, actor and critic also share one forward
     pass of the network. Defaults: the study's A2C column.
     """
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,17 +38,28 @@ from ..solver import TurnOracle, choice_regret, load_or_solve
 
 class _Updates(IterableDataset):
     """The update indices left in the current interval (all of it, except in a run resumed from a
-    checkpoint saved mid-interval); the data itself is played inside ``training_step``."""
+    checkpoint saved mid-interval); the data itself is played inside ``training_step``.
+
+    Its length gives Lightning's progress bar a total and an ETA. (Iterable, not map-style: a
+    distributed sampler would split the updates between ranks; one process reads it, so
+    Lightning's warning about lengths under multi-process loading does not apply.)
+    """
 
     def __init__(self, module: OnPolicyAlgorithm) -> None:
         self.module = module
 
-    def __iter__(self):
+    def _left(self) -> int:
         m, done = self.module, 0
         if m._trainer is not None:  # Lightning's restored progress: updates made in an unfinished interval
             progress = m.trainer.fit_loop.epoch_loop.batch_progress
             done = 0 if progress.is_last_batch else progress.current.processed
-        yield from range(max(0, m.updates_per_epoch - done))
+        return max(0, m.updates_per_epoch - done)
+
+    def __iter__(self):
+        yield from range(self._left())
+
+    def __len__(self) -> int:
+        return self._left()
 
 
 @dataclass
@@ -62,9 +74,12 @@ class _Once(IterableDataset):
     def __iter__(self):
         yield 0
 
+    def __len__(self) -> int:
+        return 1
+
 
 class OnPolicyAlgorithm(L.LightningModule):
-    """Base of REINFORCE, A2C and PPO; hyperparameters follow SPEC section 5.
+    """Base of REINFORCE, A2C and PPO; hyperparameters: docs/hyperparameters.md.
 
     Task: ``task`` (full_game or single_turn), ``start_card`` (single turn: empty or random),
     ``joker``, ``yahtzee_bonus``, ``boxes``. Network: see :class:`PolicyValueNet`.
@@ -351,6 +366,7 @@ class OnPolicyAlgorithm(L.LightningModule):
         return self.last_batch
 
     def train_dataloader(self) -> DataLoader:
+        warnings.filterwarnings("ignore", message="Your `IterableDataset` has `__len__` defined")  # see _Updates
         return DataLoader(_Updates(self), batch_size=None)
 
     def val_dataloader(self) -> DataLoader:

@@ -1,15 +1,24 @@
 """``yahtzee-lightning fit|validate``: LightningCLI over any LightningModule, configured in YAML.
 
 ``--model`` takes a class path (``yahtzee_lightning.algorithms.PPO`` or a user's own module) and
-every constructor argument is a YAML key or a dotted override (``--model.init_args.lr 3e-4``).
-Unknown or ill-typed keys fail with the key's name (jsonargparse).
+every constructor argument is a YAML key or a dotted override (``--model.init_args.lr 3e-4``);
+``--model.help CLASS`` lists a class's keys. Unknown or ill-typed keys fail with the key's name
+(jsonargparse).
 """
 
 from __future__ import annotations
 
+import contextlib
+import re
 import sys
+import warnings
+from pathlib import Path
+from typing import Any
+from unittest import mock
 
 import lightning as L
+from lightning.pytorch.callbacks import TQDMProgressBar
+from lightning.pytorch.callbacks.progress import ProgressBar
 from lightning.pytorch.cli import LightningCLI
 
 from . import resume
@@ -20,8 +29,102 @@ from . import resume
 TRAINER_DEFAULTS = {"num_sanity_val_steps": 0}
 
 
-class ResumingCLI(LightningCLI):
-    """LightningCLI that enforces the resume rule (``resume.py``) and ends bad settings in one line."""
+class ProgressBarOnStderr(TQDMProgressBar):
+    """Lightning's bar on stderr (stdout keeps the results), with the epoch count: ``Epoch 3/5``."""
+
+    def init_train_tqdm(self):
+        with contextlib.redirect_stdout(sys.stderr):  # Lightning's bars write to sys.stdout as they find it
+            return super().init_train_tqdm()
+
+    def init_validation_tqdm(self):
+        with contextlib.redirect_stdout(sys.stderr):
+            return super().init_validation_tqdm()
+
+    def on_train_epoch_start(self, trainer: L.Trainer, *args: Any) -> None:
+        super().on_train_epoch_start(trainer, *args)
+        if trainer.max_epochs and trainer.max_epochs > 0:
+            self.train_progress_bar.set_description(f"Epoch {trainer.current_epoch + 1}/{trainer.max_epochs}")
+
+
+def trainer_overrides(model: Any, trainer_config: dict[str, Any]) -> dict[str, Any]:
+    """Trainer arguments the project sets so that Lightning has nothing to warn about.
+
+    * ``max_epochs``: an algorithm of ours derives it from its budget (``total_games``,
+      ``evaluations``) in ``setup``; Lightning would otherwise announce a default of 1000.
+    * the progress bar: on stderr with a total, an ETA and the epoch count, and only on a
+      terminal (logs and CI get none).
+    """
+    from .base import OnPolicyAlgorithm
+
+    out: dict[str, Any] = {}
+    if trainer_config.get("max_epochs") is None and isinstance(model, OnPolicyAlgorithm):
+        out["max_epochs"] = -1  # "not asked": setup() sets the budget's epoch count
+    callbacks = trainer_config.get("callbacks") or []
+    callbacks = callbacks if isinstance(callbacks, list) else [callbacks]
+    if trainer_config.get("enable_progress_bar", True) is False:
+        return out
+    if not sys.stderr.isatty():
+        out["enable_progress_bar"] = False
+    elif not any(isinstance(c, ProgressBar) for c in callbacks):
+        out["callbacks"] = [*callbacks, ProgressBarOnStderr()]
+    return out
+
+
+def share_log_version(trainer_config: Any) -> None:
+    """Give every logger that versions itself the same next free version: one folder per run.
+
+    CSVLogger and TensorBoardLogger under the same ``save_dir``/``name`` would each pick the next
+    free ``version_N``, the second one after the first had taken it (CSV in version_0,
+    TensorBoard in version_1, and the bar showing ``v_num=0_1``).
+    """
+    loggers = trainer_config.get("logger")
+    loggers = loggers if isinstance(loggers, list) else [loggers]
+    open_ = [lg.init_args for lg in loggers if hasattr(lg, "init_args") and _versions_itself(lg.init_args)]
+    if not open_:
+        return
+    taken = [-1]
+    for args in open_:
+        root = Path(args.save_dir) / (args.get("name") or "")
+        if root.is_dir():
+            taken += [int(m[1]) for p in root.iterdir() if (m := re.fullmatch(r"version_(\d+)", p.name))]
+    for args in open_:
+        args.version = max(taken) + 1
+
+
+def _versions_itself(init_args: Any) -> bool:
+    return "save_dir" in init_args and "version" in init_args and init_args.get("version") is None
+
+
+def expect_checkpoints_when_resuming(subcommand_config: Any) -> None:
+    """A resumed run (``--ckpt_path``) writes into its own non-empty checkpoint folder: by design."""
+    if subcommand_config.get("ckpt_path"):
+        warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
+
+
+def next_steps(trainer: L.Trainer, model: Any) -> str:
+    """Where the run's checkpoint is, and the commands that turn it into a shared agent."""
+    from ..nn import PolicyValueNet
+
+    ckpt = trainer.checkpoint_callback
+    path = ckpt and (ckpt.last_model_path or ckpt.best_model_path)
+    if not path:
+        return ""
+    with contextlib.suppress(ValueError):  # as typed from the run's folder, where possible
+        path = str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    lines = [f"checkpoint: {path}"]
+    if isinstance(getattr(model, "net", None), PolicyValueNet):
+        lines += [
+            "next:",
+            f"  yahtzee-lightning export {path} my-agent --games 10000   # an agent folder, evaluated for its card",
+            "  yahtzee-lightning evaluate --agent my-agent --games 10000 --report reports/my-agent",
+            "  yahtzee-lightning push my-agent --repo-id USER/my-agent    # share it on the Hugging Face Hub",
+        ]
+    return "\n".join(lines)
+
+
+class _CLI(LightningCLI):
+    """LightningCLI that enforces the resume rule (``resume.py``), ends bad settings in one line
+    and gives Lightning nothing to warn about (see the functions above)."""
 
     def _parse_ckpt_path(self) -> None:
         """Off: LightningCLI would overwrite the config's model settings with a named checkpoint's,
@@ -49,6 +152,21 @@ class ResumingCLI(LightningCLI):
     def after_fit(self) -> None:
         resume.ensure_final_evaluation(self.trainer, self.model)
 
+    def parse_arguments(self, parser: Any, args: Any) -> None:
+        # The arguments are always given explicitly (the console script passes its own): hide
+        # sys.argv while parsing so that LightningCLI does not warn about receiving both.
+        with mock.patch.object(sys, "argv", sys.argv[:1]):
+            super().parse_arguments(parser, args)
+
+    def before_instantiate_classes(self) -> None:
+        config = self.config.get(str(self.subcommand), self.config)
+        share_log_version(config.trainer)
+        expect_checkpoints_when_resuming(config)
+
+    def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
+        trainer_config = self._get(self.config_init, "trainer", default={})
+        return super().instantiate_trainer(**{**trainer_overrides(self.model, trainer_config), **kwargs})
+
 
 def usage_error(subcommand: str | None, message: str) -> None:
     print(f"yahtzee-lightning {subcommand or 'fit'}: error: {message}", file=sys.stderr)
@@ -56,11 +174,13 @@ def usage_error(subcommand: str | None, message: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ResumingCLI(
+    cli = _CLI(
         L.LightningModule,
         subclass_mode_model=True,
         trainer_defaults=TRAINER_DEFAULTS,
         save_config_kwargs={"overwrite": True},
         args=argv,
     )
+    if cli.subcommand == "fit" and cli.trainer.is_global_zero:
+        print(next_steps(cli.trainer, cli.model))
     return 0

@@ -1,4 +1,4 @@
-"""DQN (Yuan 2023's agent, SPEC section 9) over the base's collection, env and evaluation.
+"""DQN (Yuan 2023's agent, docs/hyperparameters.md) over the base's collection, env and evaluation.
 
 TorchRL provides the pieces: ``QValueModule`` (masked greedy action), ``EGreedyModule``
 (exploration), ``DQNLoss`` (Huber TD loss against a delayed target network), ``SoftUpdate``

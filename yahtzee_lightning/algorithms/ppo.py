@@ -1,4 +1,4 @@
-"""PPO: clipped surrogate, GAE(lambda), epochs x minibatches of whole games (SPEC section 5)."""
+"""PPO: clipped surrogate, GAE(lambda), epochs x minibatches of whole games (docs/hyperparameters.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""REINFORCE with the value head as baseline (SPEC section 5)."""
+"""REINFORCE with the value head as baseline (docs/hyperparameters.md)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ class Reinforce(OnPolicyAlgorithm):
 
     ``R_t`` is the discounted return to the end of the game (TorchRL's ``reward2go``); the
     discount follows the gamma schedule. TorchRL's ``ReinforceLoss`` does not fit: it has no
-    entropy bonus (SPEC section 5 anneals one per head) and would run the shared network twice,
+    entropy bonus (the study anneals one per head) and would run the shared network twice,
     once as actor and once as critic. Defaults: the study's REINFORCE column.
     """
 

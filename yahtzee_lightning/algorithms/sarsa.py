@@ -1,6 +1,6 @@
 """Tabular SARSA on reduced games: every state indexed exactly, no network.
 
-The reduced-game study (SPEC section 10) played a few boxes only; with ``boxes`` of 4 the table
+The reduced-game study (docs/metrics.md) played a few boxes only; with ``boxes`` of 4 the table
 has 2^4 masks x 252 dice x 3 rolls rows (times the capped upper sum when an upper box is in
 play). Games are played in a batch on the rules engine directly; each update averages the TD
 errors of the games that visited the same (state, action) so that a large batch does not

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-import torch
+from ..cli import plain
 
-from ..game import BOX_NAMES
-from . import keys as K
-from .yahtzee_env import YahtzeeEnv
+if TYPE_CHECKING:  # torch and TorchRL load after parsing, so that --help answers at once
+    import torch
 
 
 def format_card(card: torch.Tensor, yahtzee_bonuses: int, score: int) -> str:
+    from ..game import BOX_NAMES
+
     rows = [f"  {name:<16}{'-' if int(v) < 0 else int(v):>4}" for name, v in zip(BOX_NAMES, card, strict=True)]
     rows.append(f"  {'yahtzee bonuses':<16}{yahtzee_bonuses:>4}")
     rows.append(f"  {'total':<16}{score:>4}")
@@ -19,10 +21,13 @@ def format_card(card: torch.Tensor, yahtzee_bonuses: int, score: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="yahtzee-lightning demo", description=__doc__)
-    parser.add_argument("--games", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = argparse.ArgumentParser(prog="yahtzee-lightning demo", description=plain(__doc__))
+    parser.add_argument("--games", type=int, default=3, help="games to play and print (default: 3)")
+    parser.add_argument("--seed", type=int, default=0, help="the same seed plays the same dice (default: 0)")
     args = parser.parse_args(argv)
+    from . import keys as K
+    from .yahtzee_env import YahtzeeEnv
+
     env = YahtzeeEnv(args.games, seed=args.seed)
     final = env.rollout(3 * env.rules.n_turns)[..., -1]["next"]
     for i in range(args.games):

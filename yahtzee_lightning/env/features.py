@@ -1,4 +1,4 @@
-"""Fixed observation features (SPEC section 3), each selectable by name.
+"""Fixed observation features, each selectable by name.
 
 A feature maps the raw state TensorDict to a float tensor ``(..., size)``. Learned dice
 encoders (``emb``, ``pos_emb``) hold parameters and live with the network in ``nn/``; they read

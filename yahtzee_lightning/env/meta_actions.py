@@ -1,4 +1,4 @@
-"""Yuan's 23 meta-actions (SPEC section 9), as an optional action space over the same env.
+"""Yuan's 23 meta-actions (docs/hyperparameters.md), as an optional action space over the same env.
 
 0-5: keep every die showing face 1..6; 6: keep the most common face; 7: keep the longest run of
 consecutive faces (one die each); 8: keep the two most common faces; 9: keep the 4s, 5s and 6s;

@@ -6,9 +6,10 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from ..game import Rules
+from ..cli import plain
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # torch loads after parsing, so that --help answers at once
+    from ..game import Rules
     from ..players import Player
 
 
@@ -25,6 +26,8 @@ def rules_from_args(
 ) -> Rules:
     """The rule variant of the command line: the rules flags given, over ``base`` (default: the
     standard rules). With ``parser``, bad rules end as a usage error."""
+    from ..game import Rules
+
     rules = (base or Rules()).to_dict()
     if args.joker is not None:
         rules["joker"] = args.joker
@@ -78,13 +81,13 @@ def player_rules(player: Player, name: str, args: argparse.Namespace, parser: ar
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="yahtzee-lightning evaluate",
-        description=__doc__,
+        description=plain(__doc__),
         epilog="A trained agent is evaluated under the rules it was trained under; rules flags may restate them.",
     )
     parser.add_argument("--agent", default="optimal", help="optimal, greedy, random, an agent folder or a hub id")
-    parser.add_argument("--games", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--games", type=int, default=10_000, help="games to play (default: 10000)")
+    parser.add_argument("--seed", type=int, default=0, help="the same seed plays the same dice (default: 0)")
+    parser.add_argument("--device", default="cpu", help="torch device to play on: cpu, cuda, cuda:1 ... (default: cpu)")
     add_rules_arguments(parser)
     parser.add_argument("--no-optimal", action="store_true", help="skip the optimal player's column")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
@@ -118,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.players >= 2:
         from .match import format_match, play_matches
 
-        result = play_matches(player, opponent, args.games, args.seed, rules, args.players, device=args.device)
+        result = play_matches(
+            player, opponent, args.games, args.seed, rules, args.players, device=args.device, progress=True
+        )
         print(json.dumps(result, indent=2) if args.json else format_match(result))
         return 0
 

@@ -10,6 +10,7 @@ from ..env import keys as K
 from ..env.multiplayer import MultiPlayerYahtzeeEnv
 from ..game import Rules
 from ..players.base import Player
+from ..progress import advance_turn, progress_bar
 
 
 def _rate(x: torch.Tensor) -> dict[str, float]:
@@ -23,6 +24,10 @@ def _mean(x: torch.Tensor) -> dict[str, float]:
     return {"mean": float(x.mean()), "sd": sd, "se": sd / math.sqrt(max(len(x), 1))}
 
 
+def opponent_name(opponent: Player | str) -> str:
+    return opponent if isinstance(opponent, str) else getattr(opponent, "name", type(opponent).__name__)
+
+
 @torch.no_grad()
 def play_matches(
     player: Player,
@@ -34,13 +39,18 @@ def play_matches(
     learner_seat: str = "random",
     device: torch.device | str = "cpu",
     batch_size: int = 4096,
+    progress: bool = False,
 ) -> dict:
-    """``player`` against ``n_players - 1`` copies of ``opponent``; the same seed repeats exactly."""
+    """``player`` against ``n_players - 1`` copies of ``opponent``; the same seed repeats exactly.
+
+    ``progress``: a bar counting finished games, advanced a turn at a time (a batch takes seconds).
+    """
     if games < 1:
         raise ValueError(f"games must be >= 1, got {games}")
     rules = rules or Rules()
     own, best_other, diff = [], [], []
     done_games, chunk = 0, 0
+    bar = progress_bar(games, f"{getattr(player, 'name', 'player')} vs {opponent_name(opponent)}", progress, "game")
     while done_games < games:
         n = min(batch_size, games - done_games)
         env = MultiPlayerYahtzeeEnv(
@@ -55,23 +65,26 @@ def play_matches(
         )
         torch.manual_seed(seed * 1_000_003 + chunk)  # players that sample use the global generator
         td = env.reset()
-        for _ in range(3 * rules.n_turns):
+        for step in range(3 * rules.n_turns):
             keep, box = player.act(td)
             td.set(K.KEEP, keep)
             td.set(K.BOX, box)
             td = env.step(td)["next"]
+            if step % 3 == 2:
+                advance_turn(bar, n, step // 3 + 1, rules.n_turns)
         own.append(td[K.SCORE].cpu())
         best_other.append(td[K.OPPONENT_SCORES].amax(-1).cpu())
         diff.append(td[K.SCORE_DIFF].cpu())
         done_games += n
         chunk += 1
+    bar.close()
     own_t, other_t, diff_t = torch.cat(own), torch.cat(best_other), torch.cat(diff)
     return {
         "games": games,
         "seed": seed,
         "n_players": n_players,
         "player": getattr(player, "name", type(player).__name__),
-        "opponent": opponent if isinstance(opponent, str) else getattr(opponent, "name", type(opponent).__name__),
+        "opponent": opponent_name(opponent),
         "player_score": _mean(own_t),
         "best_opponent_score": _mean(other_t),
         "win": _rate(diff_t > 0),

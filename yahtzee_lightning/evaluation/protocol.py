@@ -1,4 +1,4 @@
-"""The evaluation protocol (SPEC section 7): play N seeded games and summarise them.
+"""The evaluation protocol (docs/metrics.md): play N seeded games and summarise them.
 
 Games are played in batches through :class:`YahtzeeEnv`; every decision is also scored against
 the exact optimum (regret: expected points lost against the best choice), split into keep and
@@ -11,13 +11,13 @@ import math
 from collections.abc import Callable
 
 import torch
-from tqdm.auto import tqdm
 
 from ..env import YahtzeeEnv
 from ..env import keys as K
 from ..game import BOX_NAMES, N_BOXES, OPEN, Rules, card_total, upper_sum
 from ..game.rules import N_ROLLS, UPPER_BONUS_THRESHOLD
 from ..players.base import Player
+from ..progress import advance_turn, progress_bar
 from ..solver import TurnOracle, load_or_solve
 
 THRESHOLDS = (50, 100, 150, 200, 250, 300, 400, 500, 750, 1000, 1250, 1500)
@@ -38,7 +38,7 @@ def play_games(
     if games < 1:
         raise ValueError(f"games must be >= 1, got {games}")
     out: dict[str, list[torch.Tensor]] = {k: [] for k in ("card", "bonuses", "fill_turn", "regret_keep", "regret_box")}
-    bar = tqdm(total=games, desc=f"evaluating {getattr(player, 'name', 'player')}", disable=not progress)
+    bar = progress_bar(games, f"evaluating {getattr(player, 'name', 'player')}", progress, unit="game")
     for chunk, start in enumerate(range(0, games, batch_size)):
         n = min(batch_size, games - start)
         env = YahtzeeEnv(n, rules=rules, validate_actions=True, device=device, seed=seed * 1_000_003 + chunk)
@@ -46,7 +46,7 @@ def play_games(
         td = env.reset()
         fill_turn = torch.full((n, N_BOXES), -1, dtype=torch.int64, device=device)
         regret_keep, regret_box = [], []
-        for _ in range(N_ROLLS * rules.n_turns):
+        for step in range(N_ROLLS * rules.n_turns):
             keep, box = player.act(td)
             if regret_oracle is not None:
                 r = regret_oracle.regret(td[K.DICE], td[K.ROLL], td[K.CARD], keep, box)
@@ -58,13 +58,14 @@ def play_games(
             td = env.step(td)["next"]
             newly = (before == OPEN) & (td[K.CARD] != OPEN)
             fill_turn = torch.where(newly, turn.unsqueeze(-1), fill_turn)
+            if step % N_ROLLS == N_ROLLS - 1:
+                advance_turn(bar, n, step // N_ROLLS + 1, rules.n_turns)
         out["card"].append(td[K.CARD].cpu())
         out["bonuses"].append(td[K.YAHTZEE_BONUSES].cpu())
         out["fill_turn"].append(fill_turn.cpu())
         if regret_oracle is not None:
             out["regret_keep"].append(torch.stack(regret_keep, 1).cpu())
             out["regret_box"].append(torch.stack(regret_box, 1).cpu())
-        bar.update(n)
     bar.close()
     return {k: torch.cat(v) for k, v in out.items() if v}
 

@@ -77,7 +77,7 @@ def format_markdown(result: dict) -> str:
 
 
 def write_report(result: dict, directory: str | Path) -> list[Path]:
-    """JSON, Markdown and PNG plots (per-box means against optimal, score histograms)."""
+    """JSON, Markdown and PNG plots (per-box means against optimal, score histograms); the Markdown shows the plots."""
     import matplotlib
 
     from .protocol import to_json
@@ -89,16 +89,18 @@ def write_report(result: dict, directory: str | Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     paths = [directory / "evaluation.json", directory / "evaluation.md", directory / "boxes.png"]
     paths[0].write_text(json.dumps(to_json(result), indent=2))
-    paths[1].write_text(format_markdown(result))
+    games = f"{result['summary']['games']:,} games"
     cols = _columns(result)
     boxes = list(cols[0][1]["boxes"])
-    fig, ax = plt.subplots(figsize=(11, 4))
+    labels = [*boxes, "upper bonus", "Yahtzee bonuses"]  # the bonuses are points of the total too
+    fig, ax = plt.subplots(figsize=(12, 4))
     width = 0.8 / len(cols)
     for i, (name, s) in enumerate(cols):
-        ax.bar([j + i * width for j in range(len(boxes))], [s["boxes"][b]["mean"] for b in boxes], width, label=name)
-    ax.set_xticks([j + width * (len(cols) - 1) / 2 for j in range(len(boxes))], boxes, rotation=45, ha="right")
-    ax.set_ylabel("mean score")
-    ax.set_title("Mean score per box")
+        heights = [s["boxes"][b]["mean"] for b in boxes] + [s["upper_bonus_mean"], s["yahtzee_bonus_points_mean"]]
+        ax.bar([j + i * width for j in range(len(labels))], heights, width, label=name)
+    ax.set_xticks([j + width * (len(cols) - 1) / 2 for j in range(len(labels))], labels, rotation=45, ha="right")
+    ax.set_ylabel("mean points per game")
+    ax.set_title(f"Mean points per box and bonus ({games})")
     ax.legend()
     fig.tight_layout()
     fig.savefig(paths[2], dpi=100)
@@ -106,16 +108,19 @@ def write_report(result: dict, directory: str | Path) -> list[Path]:
     scores: dict[str, torch.Tensor] = result.get("scores", {})
     if scores:
         paths.append(directory / "scores.png")
+        top = max(int(x.max()) for x in scores.values())
+        bins = range(0, 10 * (top // 10 + 2), 10)  # the x axis ends where the data does
         fig, ax = plt.subplots(figsize=(8, 4))
         for name, x in scores.items():
-            ax.hist(
-                x.double().numpy(), bins=range(0, 801, 10), histtype="step", density=True, label=name, linewidth=1.5
-            )
+            ax.hist(x.double().numpy(), bins=bins, histtype="step", density=True, label=name, linewidth=1.5)
+        ax.set_xlim(0, bins[-1])
         ax.set_xlabel("final score")
-        ax.set_ylabel("share of games")
-        ax.set_title("Score distribution")
+        ax.set_ylabel("share of games per point")
+        ax.set_title(f"Score distribution ({games})")
         ax.legend()
         fig.tight_layout()
         fig.savefig(paths[3], dpi=100)
         plt.close(fig)
+    plots = "\n".join(f"![{p.stem}]({p.name})" for p in paths[2:])
+    paths[1].write_text(format_markdown(result) + "\n" + plots + "\n")
     return paths

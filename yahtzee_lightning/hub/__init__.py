@@ -1,5 +1,13 @@
 """Agents as Hugging Face Hub artefacts: save, load, card, push, pull."""
 
-from .agent import FORMAT_VERSION, AgentError, AgentFormatError, AgentNotFoundError, YahtzeeAgent
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .agent import FORMAT_VERSION, AgentError, AgentFormatError, AgentNotFoundError, YahtzeeAgent
 
 __all__ = ["FORMAT_VERSION", "AgentError", "AgentFormatError", "AgentNotFoundError", "YahtzeeAgent"]
+__getattr__ = lazy_exports(__name__, dict.fromkeys(__all__, ".agent"))

@@ -51,10 +51,27 @@ class YahtzeeAgent:
     ``config.json`` and in the model card.
     """
 
-    def __init__(self, net: PolicyValueNet, training: dict | None = None, evaluation: dict | None = None) -> None:
+    def __init__(
+        self,
+        net: PolicyValueNet,
+        training: dict | None = None,
+        evaluation: dict | None = None,
+        card: str | None = None,
+    ) -> None:
         self.net = net
         self.training = training or {}
         self.evaluation = evaluation
+        self._card = card
+
+    @property
+    def card(self) -> str:
+        """The model card (Markdown): the folder's ``README.md`` when loaded, else generated from
+        ``training`` and ``evaluation`` as ``save_pretrained`` would write it."""
+        if self._card is not None:
+            return self._card
+        from .card import model_card
+
+        return str(model_card(self))
 
     @property
     def config(self) -> dict[str, Any]:
@@ -131,7 +148,9 @@ class YahtzeeAgent:
         check_weights(net, state, weights_path)
         net.load_state_dict(state)
         net.eval()
-        return cls(net, config.get("training"), config.get("evaluation"))
+        card_path = directory / CARD_NAME
+        card = card_path.read_text(encoding="utf-8") if card_path.is_file() else None
+        return cls(net, config.get("training"), config.get("evaluation"), card=card)
 
     def push_to_hub(
         self,
@@ -175,6 +194,12 @@ def resolve_folder(
     path = Path(id_or_path)
     if path.is_dir():
         return path
+    if path.suffix == ".ckpt" or path.is_file():  # a training checkpoint is not an agent yet
+        what = "a file, not an agent folder" if path.is_file() else "no such file (nor an agent folder)"
+        raise AgentFormatError(
+            f"{id_or_path}: {what}; a checkpoint of fit becomes an agent folder with: "
+            f"yahtzee-lightning export {id_or_path} my-agent"
+        )
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import (
         HFValidationError,

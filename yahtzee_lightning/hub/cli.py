@@ -7,19 +7,10 @@ import pickle
 import platform
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-
-from ..evaluation.cli import check_seed
-from .agent import (
-    ARTEFACT_PATTERNS,
-    AgentError,
-    AgentFormatError,
-    YahtzeeAgent,
-    check_weights,
-    hub_errors,
-    resolve_folder,
-)
+if TYPE_CHECKING:  # torch and the hub client load after parsing, so that --help answers at once
+    from .agent import YahtzeeAgent
 
 #: Where the network lives in a Lightning checkpoint of our algorithms: ``self.net`` of the module.
 NET_PREFIX = "net."
@@ -32,8 +23,11 @@ def agent_from_checkpoint(path: str | Path) -> YahtzeeAgent:
     constructor arguments, ``state_dict`` entries under ``net.`` its weights, and the
     ``yahtzee_lightning`` entry (written by ``on_save_checkpoint``) the training facts for the card.
     """
+    import torch
+
     from .. import algorithms
     from ..nn import PolicyValueNet
+    from .agent import AgentFormatError, YahtzeeAgent, check_weights
 
     path = Path(path)
     if not path.is_file():
@@ -68,7 +62,7 @@ def export_main(argv: list[str] | None = None) -> int:
     parser.add_argument("checkpoint", help="a Lightning .ckpt written by fit")
     parser.add_argument("directory", help="the agent folder to write")
     parser.add_argument("--games", type=int, default=10_000, help="evaluation games for the card (0: none)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the evaluation games (default: 0)")
     parser.add_argument("--name", default=None, help="the agent's name on its card (default: the folder's name)")
     parser.add_argument("--repo-id", default=None, help="the hub id the card's example should load")
     parser.add_argument("--algorithm", default=None, help="override the algorithm name on the card")
@@ -79,6 +73,11 @@ def export_main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.games < 0:
         parser.error(f"--games must be >= 0, got {args.games}")
+    import torch
+
+    from ..evaluation.cli import check_seed
+    from .agent import AgentError
+
     check_seed(args.seed, parser)
     check_folder_target(Path(args.directory), parser)
     try:
@@ -123,6 +122,8 @@ def push_main(argv: list[str] | None = None) -> int:
     directory = Path(args.directory)
     if not directory.is_dir():
         parser.error(f"{directory} is not a folder")
+    from .agent import AgentError, YahtzeeAgent, hub_errors
+
     try:
         agent = YahtzeeAgent.load(directory)  # refuse to upload a broken folder
     except AgentError as e:
@@ -141,6 +142,8 @@ def pull_main(argv: list[str] | None = None) -> int:
     parser.add_argument("directory", help="the agent folder to write")
     parser.add_argument("--revision", default=None, help="branch, tag or commit (default: main)")
     args = parser.parse_args(argv)
+    from .agent import ARTEFACT_PATTERNS, AgentError, YahtzeeAgent, hub_errors, resolve_folder
+
     out = Path(args.directory)
     check_folder_target(out, parser)
     try:

@@ -5,19 +5,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..cli import plain
 from ..evaluation.cli import add_rules_arguments, device_from_args, rules_from_args
-from .cache import load_trusted, table_path
-from .table import solve
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="yahtzee-lightning solve", description=__doc__)
+    parser = argparse.ArgumentParser(prog="yahtzee-lightning solve", description=plain(__doc__))
     add_rules_arguments(parser)
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="cpu", help="torch device to solve on: cpu, cuda ... (default: cpu)")
     parser.add_argument("--out", default=None, help="where to save the table (default: the cache)")
     parser.add_argument("--force", action="store_true", help="solve again even if the table is cached")
     args = parser.parse_args(argv)
     rules = rules_from_args(args, parser)
+    from .cache import load_trusted, table_path
+    from .table import solve
+
     device = device_from_args(args.device, parser)
     path = Path(args.out) if args.out else table_path(rules)
     if path.is_dir() or path.parent.is_file():

@@ -159,15 +159,16 @@ def solve(
     start = time.perf_counter()
     V = torch.zeros(N_MASKS, N_UPPER, 2, dtype=torch.float64, device=device)
     every_upper = torch.arange(N_UPPER, device=device).view(1, N_UPPER, 1)
-    layers = list(range(len(rules.boxes) - 1, -1, -1))
-    bar = None
-    if progress is True:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(layers), desc=f"solving {rules.tag()}", unit="layer")
     n_out = len(rules.boxes_out_of_play)
-    for k in layers:
-        for masks, uppers, flags, irrelevant in _blocks(rules, n_out + k, device):
+    layers = [(k, _blocks(rules, n_out + k, device)) for k in range(len(rules.boxes) - 1, -1, -1)]
+    bar = None
+    if progress is True:  # counted in states: the layers differ in size by orders of magnitude
+        from ..progress import progress_bar
+
+        states = sum(masks.numel() * uppers.shape[1] for _, blocks in layers for masks, uppers, _, _ in blocks)
+        bar = progress_bar(states, f"solving {rules.tag()}", unit="state")
+    for k, blocks in layers:
+        for masks, uppers, flags, irrelevant in blocks:
             R = uppers.shape[1]
             step = max(1, chunk // R)  # masks per batch (at least one, however many states it has)
             for c in range(0, len(masks), step):
@@ -177,9 +178,9 @@ def solve(
                     V[m.view(-1, 1, 1), every_upper, f.unsqueeze(1)] = vals.unsqueeze(1).expand(-1, N_UPPER, R)
                 else:
                     V[m.view(-1, 1), u, f] = vals
-        if bar is not None:
-            bar.update(1)
-        elif callable(progress):
+                if bar is not None:
+                    bar.update(vals.numel())
+        if callable(progress):
             progress(k)
     if bar is not None:
         bar.close()
