@@ -32,9 +32,18 @@ DOCUMENTED = [
     "train/lr",
     "train/beta_roll",
     "train/beta_score",
+    "train/regret_keep",
+    "train/regret_box",
+    "train/agreement",
     "eval/mean_score",
     "eval/upper_bonus_rate",
     "eval/yahtzee_rate",
+    "eval/wall_clock_s",
+    "eval/regret_per_game",
+    "eval/regret_keep",
+    "eval/regret_box",
+    "eval_regret_turn/13",
+    "eval_regret_box/chance",
 ]
 
 
