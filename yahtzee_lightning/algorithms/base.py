@@ -59,7 +59,9 @@ class _Updates(IterableDataset):
         yield from range(self._left())
 
     def __len__(self) -> int:
-        return self._left()
+        # The interval's full count: Lightning counts a resumed interval's updates from its restored
+        # progress against it (and stops where ``__iter__`` stops).
+        return self.module.updates_per_epoch
 
 
 @dataclass
