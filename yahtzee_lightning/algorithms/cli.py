@@ -173,7 +173,23 @@ def usage_error(subcommand: str | None, message: str) -> None:
     raise SystemExit(2)
 
 
+def quiet_library_notices() -> None:
+    """Hide two notices Lightning prints on every run that say nothing about the user's run:
+    the advertisement for its cloud logger and a deprecation inside its own pytree helper."""
+    import logging
+
+    warnings.filterwarnings("ignore", message=r".*LeafSpec.* is deprecated")
+
+    class _NoCloudTip(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return "litlogger" not in record.getMessage()
+
+    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch"):
+        logging.getLogger(name).addFilter(_NoCloudTip())
+
+
 def main(argv: list[str] | None = None) -> int:
+    quiet_library_notices()
     cli = _CLI(
         L.LightningModule,
         subclass_mode_model=True,
