@@ -173,19 +173,22 @@ def usage_error(subcommand: str | None, message: str) -> None:
     raise SystemExit(2)
 
 
+class _NoCloudTip:
+    """A logging filter: drops Lightning's advertisement for its cloud logger."""
+
+    @staticmethod
+    def filter(record: Any) -> bool:
+        return "litlogger" not in record.getMessage()
+
+
 def quiet_library_notices() -> None:
     """Hide two notices Lightning prints on every run that say nothing about the user's run:
     the advertisement for its cloud logger and a deprecation inside its own pytree helper."""
     import logging
 
     warnings.filterwarnings("ignore", message=r".*LeafSpec.* is deprecated")
-
-    class _NoCloudTip(logging.Filter):
-        def filter(self, record: logging.LogRecord) -> bool:
-            return "litlogger" not in record.getMessage()
-
     for name in ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch"):
-        logging.getLogger(name).addFilter(_NoCloudTip())
+        logging.getLogger(name).addFilter(_NoCloudTip)  # the same object: added once however often called
 
 
 def main(argv: list[str] | None = None) -> int:
