@@ -20,13 +20,15 @@ export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD" PYTHONUNBUFFERED=1
 python3 -c "import torch; d=torch.device('$DEVICE'); print('device:', torch.cuda.get_device_name(d) if d.type == 'cuda' else 'cpu', '| torch', torch.__version__)" | tee "$OUT/machine.txt"
 
 if [ -n "${QUICK:-}" ]; then
-  sizes=(64 1024); seconds=0.2; repeat=1; variants=(no_bonus); games=200; train=(--games 64 --games-per-batch 32)
+  sizes=(64 1024); seconds=0.2; repeat=1; variants=(no_bonus); games=200; train=(--games 64 --games-per-batch 32); study=2
 else
   sizes=(1 1024 16384 65536 262144 1048576); seconds=1; repeat=3; variants=(default forced no_joker no_bonus)
-  games=10000; train=(--games 40960 --games-per-batch 4096)
+  games=10000; train=(--games 40960 --games-per-batch 4096); study=200
 fi
 python3 benchmarks/bench_env.py --device "$DEVICE" --sizes "${sizes[@]}" --seconds "$seconds" --json "$OUT/env.json"
 python3 benchmarks/bench_solver.py --device "$DEVICE" --variants "${variants[@]}" --repeat "$repeat" --json "$OUT/solver.json"
 python3 benchmarks/bench_evaluation.py --device "$DEVICE" --games "$games" --agent checkpoints/distilled-128x2 \
   --json "$OUT/evaluation.json"
 python3 benchmarks/bench_training.py --device "$DEVICE" "${train[@]}" --json "$OUT/training.json"
+# The study's config (conf/ppo.yaml: 600x3, 20 games a batch) end to end under Lightning, games/s.
+python3 benchmarks/bench_study.py --device "$DEVICE" --batches "$study" --json "$OUT/study.json"

@@ -1,32 +1,44 @@
-"""Training and policy-collapse metrics (docs/metrics.md)."""
+"""Training and policy-collapse metrics (docs/metrics.md).
+
+Each returns a 0-dim tensor on the input's device, computed without reading anything back to
+the host: training reads all of an update's metrics at once (one synchronisation per update).
+"""
 
 from __future__ import annotations
 
 import torch
 
 
-def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> float:
-    """1 - Var(returns - values) / Var(returns): 1 is a perfect critic, 0 no better than a constant."""
+def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> torch.Tensor:
+    """1 - Var(returns - values) / Var(returns): 1 is a perfect critic, 0 no better than a constant.
+
+    NaN when the returns do not vary.
+    """
     var = returns.float().var()
-    if var <= 0:
-        return float("nan")
-    return float(1 - (returns.float() - values.float()).var() / var)
+    ratio = (returns.float() - values.float()).var() / var
+    return torch.where(var > 0, 1 - ratio, torch.nan)
 
 
-def mask_diversity(keeps: torch.Tensor) -> int:
-    """How many distinct keep patterns the policy used: few means a collapsing roll policy."""
-    return int(torch.unique(keeps).numel())
+def action_counts(actions: torch.Tensor, n_actions: int, where: torch.Tensor | None = None) -> torch.Tensor:
+    """``(n_actions,)``: how often each action was taken (only where ``where`` is true, if given)."""
+    weights = torch.ones(actions.shape, device=actions.device) if where is None else where.float()
+    counts = torch.zeros(n_actions, device=actions.device)
+    return counts.scatter_add_(0, actions.flatten().long(), weights.flatten())
 
 
-def top_k_share(actions: torch.Tensor, k: int = 3) -> float:
-    """Share of the ``k`` most frequent actions among all taken: near 1 means collapse."""
-    if actions.numel() == 0:
-        return float("nan")
-    counts = torch.bincount(actions.flatten().long())
-    return float(counts.topk(min(k, counts.numel())).values.sum() / actions.numel())
+def mask_diversity(counts: torch.Tensor) -> torch.Tensor:
+    """How many distinct keep patterns the policy used (from :func:`action_counts`): few means a
+    collapsing roll policy."""
+    return (counts > 0).sum()
 
 
-def approx_kl(old_log_prob: torch.Tensor, new_log_prob: torch.Tensor) -> float:
+def top_k_share(counts: torch.Tensor, k: int = 3) -> torch.Tensor:
+    """Share of the ``k`` most frequent actions among all taken (from :func:`action_counts`): near 1
+    means collapse; NaN when none was taken."""
+    return counts.topk(min(k, counts.numel())).values.sum() / counts.sum()
+
+
+def approx_kl(old_log_prob: torch.Tensor, new_log_prob: torch.Tensor) -> torch.Tensor:
     """The low-variance estimator E[(r - 1) - log r] of KL(old || new), r = new/old."""
     log_ratio = new_log_prob - old_log_prob
-    return float((log_ratio.exp() - 1 - log_ratio).mean())
+    return (log_ratio.exp() - 1 - log_ratio).mean()

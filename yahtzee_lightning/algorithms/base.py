@@ -28,10 +28,10 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from ..env import YahtzeeEnv
 from ..env import keys as K
-from ..game import Rules
+from ..game import N_BOXES, N_KEEPS, Rules
 from ..game.rules import N_ROLLS
-from ..metrics import approx_kl, mask_diversity, top_k_share
-from ..nn import LOG_PROB, VALUE, PolicyModule, PolicyValueNet, distribution
+from ..metrics import action_counts, approx_kl, explained_variance, mask_diversity, top_k_share
+from ..nn import LOG_PROB, VALUE, PolicyModule, PolicyValueNet, distribution, eval_mode
 from ..schedules import anneal, lr_factor
 from ..solver import TurnOracle, choice_regret, load_or_solve
 
@@ -78,6 +78,20 @@ class _Once(IterableDataset):
 
     def __len__(self) -> int:
         return 1
+
+
+def masked_mean(x: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
+    """Mean of ``x`` over the entries where ``where`` holds (NaN where none does), without the
+    device-to-host read of boolean indexing."""
+    return (x * where).sum() / where.sum()
+
+
+def read_stats(stats: dict[str, torch.Tensor | float]) -> dict[str, float]:
+    """Metrics as floats, the tensors among them read from the device in one transfer."""
+    tensors = {k: v for k, v in stats.items() if isinstance(v, torch.Tensor)}
+    values = torch.stack([v.detach().float().reshape(()) for v in tensors.values()]).tolist() if tensors else []
+    read = dict(zip(tensors, values, strict=True))
+    return {k: read[k] if k in read else float(v) for k, v in stats.items()}
 
 
 class OnPolicyAlgorithm(L.LightningModule):
@@ -274,16 +288,14 @@ class OnPolicyAlgorithm(L.LightningModule):
             return {}
         sample = batch[: h.diagnose_games].reshape(-1)
         keep_values, box_values = self.make_oracle().action_values(sample[K.DICE], sample[K.ROLL], sample[K.CARD])
-        was = self.net.training
-        self.net.eval()
-        keep, box = distribution(self.net, sample)[0].mode
-        self.net.train(was)
+        with eval_mode(self.net):
+            keep, box = distribution(self.net, sample)[0].mode
         regret = choice_regret(keep_values, box_values, sample[K.ROLL], keep, box)
         rolling = sample[K.ROLL] < N_ROLLS - 1
         return {
-            "regret_keep": float(regret[rolling].mean()),
-            "regret_box": float(regret[~rolling].mean()),
-            "agreement": float((regret < 1e-6).float().mean()),
+            "regret_keep": masked_mean(regret, rolling),
+            "regret_box": masked_mean(regret, ~rolling),
+            "agreement": (regret < 1e-6).float().mean(),
         }
 
     def _load_network(self, path: str) -> None:
@@ -313,7 +325,9 @@ class OnPolicyAlgorithm(L.LightningModule):
             self.trainer.fit_loop.max_epochs = budget if asked in (None, -1, 1000) else min(asked, budget)
 
     def configure_optimizers(self) -> Any:
-        opt = torch.optim.Adam(self.net.parameters(), lr=self.hparams.lr)
+        # foreach: one kernel per operation over all parameters rather than one per parameter
+        # (the same arithmetic; torch only picks it by default on CUDA).
+        opt = torch.optim.Adam(self.net.parameters(), lr=self.hparams.lr, foreach=True)
         h = self.hparams
 
         def factor(step: int) -> float:
@@ -351,8 +365,14 @@ class OnPolicyAlgorithm(L.LightningModule):
     def collect(self) -> TensorDictBase:
         """A batch ``(games_per_batch, steps)`` of whole games played now with the current weights.
 
-        TorchRL's ``env.rollout`` writes into the same preallocated TensorDict every update
-        (``last_batch``), on the module's device: no copy to the host, no allocation per batch.
+        The steps are written into the same preallocated TensorDict every update (``last_batch``),
+        on the module's device: no copy to the host, no allocation per batch. The network plays in
+        eval mode (no dropout), switched once for the whole rollout.
+
+        The loop is TorchRL's ``env.rollout(steps, policy, break_when_any_done=False)`` (a test
+        checks they give the same batch) without its check for finished games after every step,
+        which reads ``done`` back to the host: here every game lasts exactly ``steps`` steps, so
+        none ends before the batch does.
         """
         if self._players is None:
             h = self.hparams
@@ -361,10 +381,14 @@ class OnPolicyAlgorithm(L.LightningModule):
             self._players = _Players(self.make_env(h.games_per_batch, seed=seed), self.collection_policy())
         steps = N_ROLLS * (1 if self.hparams.task == "single_turn" else self.rules.n_turns)
         env, policy = self._players.env, self._players.policy
-        with set_exploration_type(ExplorationType.RANDOM):
-            self.last_batch = env.rollout(
-                steps, policy, break_when_any_done=False, out=self.last_batch, trust_policy=True
-            )
+        played = []
+        with set_exploration_type(ExplorationType.RANDOM), eval_mode(self.net):
+            td = env.reset()
+            for t in range(steps):
+                played.append(env.step(policy(td)))
+                if t < steps - 1:
+                    td = env.step_mdp(played[-1])
+        self.last_batch = torch.stack(played, dim=1, out=self.last_batch)
         return self.last_batch
 
     def train_dataloader(self) -> DataLoader:
@@ -382,15 +406,16 @@ class OnPolicyAlgorithm(L.LightningModule):
         """One update on a batch of whole games; returns the metrics to log. Defined by subclasses."""
         raise NotImplementedError
 
-    def step_optimizer(self, loss: torch.Tensor) -> tuple[float, bool]:
-        """Backward, clip at ``tau_clip``, step. Returns the gradient norm and whether it was clipped."""
+    def step_optimizer(self, loss: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Backward, clip at ``tau_clip``, step. Returns the gradient norm and whether it was clipped
+        (1.0 or 0.0), as tensors on the device: reading them here would wait for the device."""
         opt = self.optimizers()
         opt.zero_grad()
         self.manual_backward(loss)
         tau = self.hparams.tau_clip
         norm = torch.nn.utils.clip_grad_norm_(self.net.parameters(), tau if tau > 0 else float("inf"))
         opt.step()
-        return float(norm), bool(tau > 0 and norm > tau)
+        return norm.detach(), (norm > tau).float() if tau > 0 else torch.zeros_like(norm)
 
     def evaluate_actions(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(log pi(a|s), V(s), keep-head entropy, box-head entropy)`` of the taken actions.
@@ -418,10 +443,8 @@ class OnPolicyAlgorithm(L.LightningModule):
         the next step belongs to a new game, but a terminal step's next value is never used.)
         """
         last = batch["next"][..., -1]
-        was = self.net.training
-        self.net.eval()
-        last_value = self.net(last)[2]
-        self.net.train(was)
+        with eval_mode(self.net):
+            last_value = self.net(last)[2]
         return torch.cat([batch[VALUE][..., 1:], last_value.unsqueeze(-1)], dim=-1)
 
     @staticmethod
@@ -431,23 +454,27 @@ class OnPolicyAlgorithm(L.LightningModule):
         advantage: torch.Tensor,
         value: torch.Tensor | None,
         target: torch.Tensor | None,
-        grad_norm: float,
-        clipped: bool,
-    ) -> dict[str, float]:
-        """The metrics every update logs; ``value`` None when the loss reports explained variance."""
-        from ..metrics import explained_variance
-
+        grad_norm: torch.Tensor,
+        clipped: torch.Tensor,
+    ) -> dict[str, torch.Tensor]:
+        """The metrics every update logs, as tensors (read once per update by :meth:`learn`);
+        ``value`` None when the loss reports explained variance."""
         stats = {
-            "loss": float(loss.detach()),
-            **{f"loss_{k}": float(v.detach()) for k, v in parts.items()},
-            "advantage_mean": float(advantage.mean()),
-            "advantage_std": float(advantage.std()),
+            "loss": loss.detach(),
+            **{f"loss_{k}": v.detach() for k, v in parts.items()},
+            "advantage_mean": advantage.mean(),
+            "advantage_std": advantage.std(),
             "grad_norm": grad_norm,
-            "grad_clipped": float(clipped),
+            "grad_clipped": clipped,
         }
         if value is not None:
             stats["explained_variance"] = explained_variance(value.detach(), target)
         return stats
+
+    @staticmethod
+    def mean_stats(steps: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+        """Each metric's mean over the minibatches of an update, still on the device."""
+        return {k: torch.stack([s[k].float() for s in steps]).mean() for k in steps[0]}
 
     @staticmethod
     def minibatches(batch: TensorDictBase, epochs: int, games_per_minibatch: int) -> Iterator[TensorDictBase]:
@@ -462,12 +489,10 @@ class OnPolicyAlgorithm(L.LightningModule):
         return advantage
 
     @torch.no_grad()
-    def policy_drift(self, obs: TensorDictBase, old_log_prob: torch.Tensor) -> float:
+    def policy_drift(self, obs: TensorDictBase, old_log_prob: torch.Tensor) -> torch.Tensor:
         """Approximate KL between the policy that collected ``obs`` and the updated one."""
-        was = self.net.training
-        self.net.eval()
-        dist, _ = distribution(self.net, obs)
-        self.net.train(was)
+        with eval_mode(self.net):
+            dist, _ = distribution(self.net, obs)
         return approx_kl(old_log_prob, dist.log_prob(obs[K.KEEP], obs[K.BOX]))
 
     def training_step(self, update: int, batch_idx: int) -> None:
@@ -483,11 +508,12 @@ class OnPolicyAlgorithm(L.LightningModule):
         self.updates_done += 1
         flat = batch.reshape(-1)
         rolling = flat[K.ROLL] < N_ROLLS - 1
-        keeps, boxes = flat[K.KEEP][rolling], flat[K.BOX][~rolling]
+        keeps = action_counts(flat[K.KEEP], N_KEEPS, rolling)
+        boxes = action_counts(flat[K.BOX], N_BOXES, ~rolling)
         done = flat["next", K.DONE].squeeze(-1)
         stats.update(
             {
-                "episode_return": float(flat["next", K.REWARD].sum() / done.sum().clamp(min=1)),
+                "episode_return": flat["next", K.REWARD].sum() / done.sum().clamp(min=1),
                 "kl": self.policy_drift(flat, flat[LOG_PROB]),
                 "mask_diversity": mask_diversity(keeps),
                 f"top{self.hparams.top_k}_keep_share": top_k_share(keeps, self.hparams.top_k),
@@ -499,7 +525,8 @@ class OnPolicyAlgorithm(L.LightningModule):
                 "games": float(self.updates_done) * self.hparams.games_per_batch * self.world_size,
             }
         )
-        self.log_dict({f"train/{k}": float(v) for k, v in stats.items()}, on_step=True, batch_size=1)
+        stats = read_stats(stats)  # the update's one read from the device
+        self.log_dict({f"train/{k}": v for k, v in stats.items()}, on_step=True, batch_size=1)
         self.log("return", stats["episode_return"], prog_bar=True, on_step=True, logger=False, batch_size=1)
 
     # ------------------------------------------------------------ evaluation

@@ -29,7 +29,7 @@ from tensordict import TensorDictBase
 from ..env import keys as K
 from ..nn import PolicyModule, PolicyValueNet, TurnDistribution, distribution
 from ..solver import TurnOracle, choice_regret
-from .base import OnPolicyAlgorithm
+from .base import OnPolicyAlgorithm, masked_mean
 
 KEEP_VALUES = "keep_values"  # (32,) the teacher's expected points to come after each keep
 BOX_VALUES = "box_values"  # (13,) ... after scoring each box (-inf where illegal)
@@ -168,29 +168,25 @@ class Distill(OnPolicyAlgorithm):
             keep, box = dist.mode
             regret = choice_regret(kv, bv, obs[K.ROLL], keep, box)
             diagnostics = {
-                "regret_keep": regret[rolling].mean(),
-                "regret_box": regret[~rolling].mean(),
+                "regret_keep": masked_mean(regret, rolling),
+                "regret_box": masked_mean(regret, ~rolling),
                 "agreement": (regret < 1e-6).float().mean(),
                 "expected_regret": expected_regret.mean(),
                 "value_error": (value - best_v).abs().mean(),
             }
         return parts, diagnostics
 
-    def update(self, batch: TensorDictBase, coefs: dict[str, float]) -> dict[str, float]:
+    def update(self, batch: TensorDictBase, coefs: dict[str, float]) -> dict[str, torch.Tensor | float]:
         h = self.hparams
         size = h.games_per_minibatch or batch.shape[0]
-        totals: dict[str, torch.Tensor] = {}
-        n = 0
+        steps = []
         for mb in self.minibatches(batch, h.epochs, size):
             parts, diagnostics = self.loss_parts(mb)
             loss = sum(parts.values())
             grad_norm, clipped = self.step_optimizer(loss)
             step = {"loss": loss.detach(), **{f"loss_{k}": v.detach() for k, v in parts.items()}, **diagnostics}
-            step |= {"grad_norm": torch.as_tensor(grad_norm), "grad_clipped": torch.as_tensor(float(clipped))}
-            for k, v in step.items():
-                totals[k] = totals.get(k, 0.0) + v
-            n += 1
-        stats = {k: float(v) / n for k, v in totals.items()}
+            steps.append(step | {"grad_norm": grad_norm, "grad_clipped": clipped})
+        stats: dict[str, torch.Tensor | float] = dict(self.mean_stats(steps))
         stats["teacher_mix"] = self.teacher_mix()
         # Decisions per update, for throughput: every step of every game is one labelled decision.
         stats["decisions"] = float(batch.numel())

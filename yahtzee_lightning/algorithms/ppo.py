@@ -18,7 +18,9 @@ class PPO(OnPolicyAlgorithm):
     checks they agree on the same minibatch) rather than that module itself: with one network
     for policy and value, ``ClipPPOLoss`` runs the shared trunk once for its actor and once more
     for its critic, and the update ran 1.5x slower for it (measured, BENCHMARKS.md). Here one
-    forward gives both. Defaults: the study's PPO column, 4 games per minibatch, 3 epochs.
+    forward gives both. Defaults: the study's PPO column, 3 epochs of minibatches of a fifth of
+    the batch (``games_per_minibatch`` None: 4 of the study's 20 games), so that a larger batch
+    takes as many optimizer steps, not more.
     """
 
     def __init__(
@@ -26,7 +28,7 @@ class PPO(OnPolicyAlgorithm):
         clip_eps: float = 0.2,
         gae_lambda: float = 0.95,
         epochs: int = 3,
-        games_per_minibatch: int = 4,
+        games_per_minibatch: int | None = None,
         lr: float = 1e-4,
         tau_clip: float = 1.0,
         lambda_v: float = 0.01,
@@ -56,7 +58,19 @@ class PPO(OnPolicyAlgorithm):
         )
         self.save_hyperparameters()
 
-    def update(self, batch: TensorDictBase, coefs: dict[str, float]) -> dict[str, float]:
+    def validate_settings(self) -> None:
+        super().validate_settings()
+        n = self.hparams.get("games_per_minibatch")
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise ValueError(f"games_per_minibatch must be an integer >= 1 (or null: a fifth of the batch), got {n!r}")
+
+    @property
+    def minibatch_games(self) -> int:
+        """Games per minibatch: ``games_per_minibatch``, or a fifth of the batch (at least 1)."""
+        h = self.hparams
+        return h.games_per_minibatch or max(1, h.games_per_batch // 5)
+
+    def update(self, batch: TensorDictBase, coefs: dict[str, float]) -> dict[str, torch.Tensor]:
         h = self.hparams
         nxt = batch["next"]
         next_value = self.next_values(batch).unsqueeze(-1)
@@ -72,17 +86,16 @@ class PPO(OnPolicyAlgorithm):
         batch.set("advantage", advantage.squeeze(-1))
         batch.set("returns", returns.squeeze(-1))
 
-        stats: dict[str, list[float]] = {}
-        for mb in self.minibatches(batch, h.epochs, h.games_per_minibatch):
+        steps = []  # each minibatch's metrics, kept on the device until the update is done
+        for mb in self.minibatches(batch, h.epochs, self.minibatch_games):
             parts, ratio, value = self.loss_parts(mb, coefs)
             loss = parts["policy"] + parts["value"] + parts["entropy"]
             grad_norm, clipped = self.step_optimizer(loss)
 
             mb_stats = self.update_stats(loss, parts, mb["advantage"], value, mb["returns"], grad_norm, clipped)
-            mb_stats["clip_fraction"] = float(((ratio - 1).abs() > h.clip_eps).float().mean())
-            for k, v in mb_stats.items():
-                stats.setdefault(k, []).append(v)
-        return {k: sum(v) / len(v) for k, v in stats.items()}
+            mb_stats["clip_fraction"] = ((ratio - 1).abs() > h.clip_eps).float().mean()
+            steps.append(mb_stats)
+        return self.mean_stats(steps)
 
     def loss_parts(
         self, mb: TensorDictBase, coefs: dict[str, float]

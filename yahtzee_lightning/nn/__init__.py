@@ -8,6 +8,7 @@ from .policy import (
     PolicyModule,
     TurnDistribution,
     distribution,
+    eval_mode,
     make_actor,
     make_critic,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "PolicyValueNet",
     "TurnDistribution",
     "distribution",
+    "eval_mode",
     "make_actor",
     "make_critic",
 ]

@@ -14,6 +14,9 @@ with :class:`PolicyModule` (the same distribution, sampled with dropout off).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 from tensordict import TensorDictBase
 from tensordict.nn import InteractionType, TensorDictModuleBase
@@ -49,10 +52,12 @@ class TurnDistribution(Distribution):
         self, roll_logits: torch.Tensor, box_logits: torch.Tensor, roll: torch.Tensor, validate_args: bool = False
     ) -> None:
         self.bernoulli = roll_logits.shape[-1] == N_DICE
-        self.keep = Bernoulli(logits=roll_logits) if self.bernoulli else Categorical(logits=roll_logits)
+        # No argument validation: it reads every check back to the host, once per step.
+        keep = Bernoulli if self.bernoulli else Categorical
+        self.keep = keep(logits=roll_logits, validate_args=False)
         # Games past their last box have no legal box: give them a harmless uniform head.
         safe = torch.where(torch.isinf(box_logits).all(-1, keepdim=True), 0.0, box_logits)
-        self.box = Categorical(logits=safe)
+        self.box = Categorical(logits=safe, validate_args=False)
         self.rolling = roll < N_ROLLS - 1
         super().__init__(batch_shape=roll.shape, validate_args=False)
 
@@ -106,6 +111,23 @@ class TurnDistribution(Distribution):
         return self.mode
 
 
+@contextmanager
+def eval_mode(net: torch.nn.Module) -> Iterator[None]:
+    """The network in eval mode (no dropout) inside the block, as it was after it.
+
+    Switching walks every submodule, so a network already in eval mode is left alone: a rollout
+    switches once for all its steps rather than once per step.
+    """
+    if not net.training:
+        yield
+        return
+    net.eval()
+    try:
+        yield
+    finally:
+        net.train()
+
+
 def distribution(net: PolicyValueNet, obs: TensorDictBase) -> tuple[TurnDistribution, torch.Tensor]:
     roll_logits, box_logits, value = net(obs)
     return TurnDistribution(roll_logits, box_logits, obs[K.ROLL]), value
@@ -124,10 +146,8 @@ class PolicyModule(TensorDictModuleBase):
     @torch.no_grad()
     def forward(self, td: TensorDictBase) -> TensorDictBase:
         # Collect with the deterministic network (no dropout noise in the behaviour policy).
-        was_training = self.net.training
-        self.net.eval()
-        dist, value = distribution(self.net, td)
-        self.net.train(was_training)
+        with eval_mode(self.net):
+            dist, value = distribution(self.net, td)
         keep, box = self.choose(td, dist)
         td.set(K.KEEP, keep)
         td.set(K.BOX, box)

@@ -1,0 +1,177 @@
+"""Training without per-step overhead: statistics stay on the device until the update is read
+once, and the faster paths compute what the plain ones do."""
+
+import pytest
+import torch
+
+from yahtzee_lightning.algorithms import PPO
+from yahtzee_lightning.nn import eval_mode
+
+# What the per-minibatch ``float()`` version (each statistic read as it was computed) logged for
+# the two updates below: reading them once per update must not change them.
+LOGGED_BEFORE = {
+    "train/advantage_mean": 14.809329986572266,
+    "train/advantage_std": 10.196161482069227,
+    "train/beta_roll": 0.02,
+    "train/beta_score": 0.05,
+    "train/clip_fraction": 0.0014245014430748092,
+    "train/episode_return": 51.16666793823242,
+    "train/explained_variance": 0.002587821748521593,
+    "train/games": 12.0,
+    "train/gamma": 0.99,
+    "train/grad_clipped": 0.0,
+    "train/grad_norm": 0.6677525308397081,
+    "train/kl": 3.478886355878785e-05,
+    "train/loss": 3.166402326689826,
+    "train/loss_entropy": -0.15509410368071663,
+    "train/loss_entropy_roll": 3.4521314567989774,
+    "train/loss_entropy_score": 1.7210294140709772,
+    "train/loss_policy": 0.0007543251332309511,
+    "train/loss_value": 3.320742037561205,
+    "train/lr": 0.0001,
+    "train/mask_diversity": 32.0,
+    "train/top3_box_share": 0.23076923191547394,
+    "train/top3_keep_share": 0.1794871836900711,
+}
+
+
+def bare_model(device: str = "cpu", **kwargs) -> PPO:
+    """A PPO module that updates without a Trainer (its optimizer, scheduler and log stubbed)."""
+    model = PPO(**{"d_h": 32, "n_layers": 2, "head_hidden": 16, "games_per_batch": 6, "total_games": 60, **kwargs})
+    model = model.to(device)
+    opt = model.configure_optimizers()["optimizer"]
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+    model.optimizers = lambda: opt
+    model.lr_schedulers = lambda: sched
+    model.manual_backward = lambda loss: loss.backward()
+    model.logged = {}
+    model.log_dict = lambda d, **kw: model.logged.update(d)
+    model.log = lambda *a, **kw: None
+    return model
+
+
+def test_statistics_read_once_per_update_are_the_values_read_per_minibatch():
+    torch.manual_seed(0)
+    model = bare_model(games_per_minibatch=2, diagnose_games=0)
+    for _ in range(2):
+        model.learn(model.collect())
+    assert model.logged.keys() == LOGGED_BEFORE.keys()
+    for k, v in LOGGED_BEFORE.items():
+        assert model.logged[k] == pytest.approx(v, rel=1e-4, abs=1e-6), k
+
+
+def test_collection_and_update_read_nothing_back_inside_their_loops(monkeypatch):
+    """No ``float``/``bool``/``item``/``tolist`` of a tensor while collection steps or the update
+    runs its minibatches (on CPU the stand-in for the CUDA check below: those are the reads that
+    wait for a GPU). Allowed: the env's reset, once per batch before the steps, checking its
+    result; Adam reading its step counts, which live on the host also on CUDA."""
+    torch.manual_seed(0)
+    model = bare_model()
+    coefs = {"beta_roll": 0.01, "beta_score": 0.01, "gamma": 0.99}
+    model.update(model.collect(), coefs)  # first use: builds the env and policy
+    allowed = []
+
+    def allow_reads_in(obj, name):
+        method = getattr(obj, name)
+
+        def allowing(*args, **kwargs):
+            allowed.append(name)
+            try:
+                return method(*args, **kwargs)
+            finally:
+                allowed.pop()
+
+        monkeypatch.setattr(obj, name, allowing)
+
+    def make_refuse(name):
+        original = getattr(torch.Tensor, name)
+
+        def refuse(self, *args, **kwargs):
+            if not allowed:
+                raise AssertionError(f"a tensor was read back to the host ({name})")
+            return original(self, *args, **kwargs)
+
+        return refuse
+
+    allow_reads_in(model._players.env, "reset")
+    allow_reads_in(model.optimizers(), "step")
+    for name in ("item", "tolist", "__float__", "__bool__", "__int__"):
+        monkeypatch.setattr(torch.Tensor, name, make_refuse(name))
+    batch = model.collect()
+    stats = model.update(batch, coefs)
+    monkeypatch.undo()
+    assert all(isinstance(v, torch.Tensor) and v.dim() == 0 for v in stats.values())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: torch.cuda.set_sync_debug_mode")
+def test_collection_steps_and_update_on_cuda_never_synchronise(monkeypatch):
+    torch.manual_seed(0)
+    model = bare_model("cuda")
+    coefs = {"beta_roll": 0.01, "beta_score": 0.01, "gamma": 0.99}
+    model.update(model.collect(), coefs)  # warm-up: first-use allocations, the env and policy
+    env = model._players.env
+    reset = env.reset
+
+    def reset_unchecked(*args, **kwargs):  # once per batch, before the steps: may check its result
+        torch.cuda.set_sync_debug_mode("default")
+        try:
+            return reset(*args, **kwargs)
+        finally:
+            torch.cuda.set_sync_debug_mode("error")
+
+    monkeypatch.setattr(env, "reset", reset_unchecked)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        model.update(model.collect(), coefs)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+
+
+def test_minibatch_defaults_to_a_fifth_of_the_batch():
+    assert PPO(games_per_batch=20, total_games=20).minibatch_games == 4  # the study's 4 games
+    assert PPO(games_per_batch=128, total_games=128).minibatch_games == 25
+    assert PPO(games_per_batch=3, total_games=3).minibatch_games == 1
+    assert PPO(games_per_batch=20, total_games=20, games_per_minibatch=7).minibatch_games == 7
+    with pytest.raises(ValueError, match="games_per_minibatch"):
+        PPO(games_per_minibatch=0)
+
+
+def test_eval_mode_restores_training_and_leaves_eval_alone():
+    net = torch.nn.Sequential(torch.nn.Dropout(0.5))
+    with eval_mode(net):
+        assert not net.training and not net[0].training
+    assert net.training and net[0].training
+    net.eval()
+    with eval_mode(net):
+        assert not net.training
+    assert not net.training
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"task": "single_turn"}])
+def test_collection_plays_the_batch_torchrl_rollout_plays(kwargs):
+    from torchrl.envs.utils import ExplorationType, set_exploration_type
+
+    model = bare_model(**kwargs)
+    torch.manual_seed(1)
+    batch = model.collect().clone()
+    env, policy = model._players.env, model._players.policy
+    env.set_seed(model.hparams.seed)  # the seed collection's env was built with
+    torch.manual_seed(1)
+    steps = batch.shape[1]
+    with set_exploration_type(ExplorationType.RANDOM), eval_mode(model.net):
+        expected = env.rollout(steps, policy, break_when_any_done=False)
+    assert expected.shape == batch.shape
+    keys = sorted(expected.keys(True, True), key=str)
+    assert keys == sorted(batch.keys(True, True), key=str)
+    for key in keys:
+        torch.testing.assert_close(batch[key], expected[key], msg=str(key))
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"task": "single_turn"}, {"n_players": 2, "features": "two_player"}])
+def test_every_game_ends_exactly_at_the_batch_last_step(kwargs):
+    """What lets collection skip TorchRL's check for finished games after every step."""
+    model = bare_model(**kwargs)
+    for _ in range(2):
+        done = model.collect()["next", "done"].squeeze(-1)
+        assert done[:, -1].all() and not done[:, :-1].any()
