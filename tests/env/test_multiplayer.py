@@ -33,7 +33,7 @@ def test_specs(n_players, seat, reward):
     check_env_specs(env, seed=None)
 
 
-@pytest.mark.parametrize("seat", ["first", "second", "random"])
+@pytest.mark.parametrize("seat", ["first", "second", "random", "alternate"])
 def test_a_match_is_39_learner_steps_and_every_card_is_full(seat):
     env = MultiPlayerYahtzeeEnv(32, opponents=MaskedRandom(), learner_seat=seat, seed=0)
     td = env.rollout(100)
@@ -45,6 +45,12 @@ def test_a_match_is_39_learner_steps_and_every_card_is_full(seat):
     # Win reward: +1 / 0 / -1 at the end only.
     assert torch.equal(td["next", K.REWARD][:, -1, 0], torch.sign(diff).float())
     assert not bool(td["next", K.REWARD][:, :-1].any())
+
+
+@pytest.mark.parametrize("n_players", [2, 3])
+def test_alternate_seats_cycle_through_every_seat(n_players):
+    env = MultiPlayerYahtzeeEnv(7, opponents=MaskedRandom(), n_players=n_players, learner_seat="alternate", seed=0)
+    assert env.reset()[K.SEAT].tolist() == [i % n_players for i in range(7)]
 
 
 def test_opponents_alternate_whole_turns():

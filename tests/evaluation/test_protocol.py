@@ -53,7 +53,13 @@ def test_cli_table_json_and_report(tmp_path, capsys, default_table):
 
 def test_cli_two_player_matches(capsys, default_table):
     assert main(["evaluate", "--agent", "greedy", "--players", "2", "--opponent", "random", "--games", "200"]) == 0
-    assert "win rate" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "win rate" in out and "seats alternate" in out and "seated second" in out
+    argv = ["evaluate", "--agent", "endgame:greedy", "--players", "2", "--opponent", "greedy", "--games", "20"]
+    assert main([*argv, "--seat", "second", "--endgame-check", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["player"] == "endgame:greedy" and list(out["by_seat"]) == ["second"]
+    assert out["endgame"]["decisions"] == 40 and out["endgame"]["agree"]["rate"] == 1
 
 
 def test_cli_names_bad_arguments(capsys):

@@ -56,3 +56,28 @@ def test_random_player_seeding():
     td = YahtzeeEnv(16, seed=0).reset()
     a, b = RandomPlayer(seed=5).act(td), RandomPlayer(seed=5).act(td)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+def test_endgame_player_plays_its_base_outside_the_last_turn_of_a_match():
+    from yahtzee_lightning.env import YahtzeeEnv
+    from yahtzee_lightning.env import keys as K
+    from yahtzee_lightning.env.multiplayer import MultiPlayerYahtzeeEnv
+    from yahtzee_lightning.players import EndgamePlayer
+
+    endgame = make_player("endgame:greedy")
+    assert isinstance(endgame, EndgamePlayer) and endgame.name == "endgame:greedy"
+    greedy = GreedyPlayer()
+    td = YahtzeeEnv(64, seed=0).reset()  # solitaire: no opponents, nothing to adapt to
+    assert all(torch.equal(a, b) for a, b in zip(endgame.act(td), greedy.act(td), strict=True))
+    env = MultiPlayerYahtzeeEnv(256, opponents="greedy", learner_seat="second", seed=0)
+    td, differ = env.reset(), 0
+    for step in range(39):
+        keep, box = endgame.act(td)
+        base_keep, base_box = greedy.act(td)
+        if step < 36:  # not yet the last turn
+            assert torch.equal(keep, base_keep) and torch.equal(box, base_box)
+        differ += int((keep != base_keep).sum())
+        td.set(K.KEEP, keep)
+        td.set(K.BOX, box)
+        td = env.step(td)["next"]
+    assert differ > 0

@@ -22,7 +22,7 @@ from . import keys as K
 from .yahtzee_env import YahtzeeEnv, _choice, observe
 
 REWARDS = ("win", "margin", "fixed_target", "moving_target", "score")
-SEATS = ("first", "second", "random")
+SEATS = ("first", "second", "random", "alternate")
 
 
 class MultiPlayerYahtzeeEnv(YahtzeeEnv):
@@ -37,7 +37,8 @@ class MultiPlayerYahtzeeEnv(YahtzeeEnv):
             learner's recent final scores, at least ``target``), or ``score`` (solitaire reward).
         shaping: add ``(box score - box_baseline[box]) / 10`` at each of the learner's scoring
             steps (``box_baseline``: e.g. the optimal player's mean per box).
-        learner_seat: ``first``, ``second`` or ``random`` (per match).
+        learner_seat: ``first``, ``second``, ``random`` (per match) or ``alternate`` (match i
+            sits in seat ``i % n_players``: every seat equally often, without sampling noise).
         Other arguments as :class:`YahtzeeEnv` (the task is always the full game).
     """
 
@@ -202,6 +203,8 @@ class MultiPlayerYahtzeeEnv(YahtzeeEnv):
             seat = torch.zeros(n, dtype=torch.int64, device=self.device)
         elif self.learner_seat == "second":
             seat = torch.ones(n, dtype=torch.int64, device=self.device)
+        elif self.learner_seat == "alternate":
+            seat = torch.arange(self.batch_size.numel(), device=self.device).view(n) % p
         else:
             seat = torch.randint(0, p, n, device=self.device, generator=self._generator)
         reset = None if tensordict is None else tensordict.get("_reset", None)

@@ -84,7 +84,12 @@ def main(argv: list[str] | None = None) -> int:
         description=plain(__doc__),
         epilog="A trained agent is evaluated under the rules it was trained under; rules flags may restate them.",
     )
-    parser.add_argument("--agent", default="optimal", help="optimal, greedy, random, an agent folder or a hub id")
+    parser.add_argument(
+        "--agent",
+        default="optimal",
+        help="optimal, greedy, random, an agent folder or a hub id; endgame:NAME plays NAME with the exact "
+        "win-maximising last turn of a match",
+    )
     parser.add_argument("--games", type=int, default=10_000, help="games to play (default: 10000)")
     parser.add_argument("--seed", type=int, default=0, help="the same seed plays the same dice (default: 0)")
     parser.add_argument("--device", default="cpu", help="torch device to play on: cpu, cuda, cuda:1 ... (default: cpu)")
@@ -93,7 +98,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--report", default=None, metavar="DIR", help="write JSON, Markdown and PNG plots here")
     parser.add_argument("--players", type=int, default=1, help="2 or more: matches against --opponent")
-    parser.add_argument("--opponent", default="random", help="opponent player for --players >= 2")
+    parser.add_argument("--opponent", default="random", help="opponent player for --players >= 2 (names as --agent)")
+    parser.add_argument(
+        "--seat",
+        default="alternate",
+        choices=["alternate", "first", "second", "random"],
+        help="the agent's seat in matches: alternate (default) plays each seat equally often",
+    )
+    parser.add_argument(
+        "--endgame-check",
+        action="store_true",
+        help="in matches, also count how often the agent's last-turn keeps agree with the exact win-maximising ones",
+    )
     args = parser.parse_args(argv)
     if args.games < 1:
         parser.error(f"--games must be >= 1, got {args.games}")
@@ -122,7 +138,16 @@ def main(argv: list[str] | None = None) -> int:
         from .match import format_match, play_matches
 
         result = play_matches(
-            player, opponent, args.games, args.seed, rules, args.players, device=args.device, progress=True
+            player,
+            opponent,
+            args.games,
+            args.seed,
+            rules,
+            args.players,
+            learner_seat=args.seat,
+            device=args.device,
+            progress=True,
+            endgame_check=args.endgame_check,
         )
         print(json.dumps(result, indent=2) if args.json else format_match(result))
         return 0

@@ -9,8 +9,10 @@ import torch
 
 from ..game import Rules
 from .base import Player
+from .endgame import EndgamePlayer
 from .reference import GreedyPlayer, OptimalPlayer, OraclePlayer, RandomPlayer
 
+ENDGAME_PREFIX = "endgame:"
 PLAYERS: dict[str, Callable[..., Player]] = {
     "optimal": OptimalPlayer,
     "greedy": GreedyPlayer,
@@ -19,8 +21,14 @@ PLAYERS: dict[str, Callable[..., Player]] = {
 
 
 def make_player(name_or_path: str, rules: Rules | None = None, device: torch.device | str = "cpu") -> Player:
-    """``optimal``, ``greedy``, ``random``, or a trained agent: a local agent folder or a hub id."""
+    """``optimal``, ``greedy``, ``random``, or a trained agent: a local agent folder or a hub id.
+
+    ``endgame:NAME`` is NAME's player switching to the exact win-maximising move on its last turn
+    of a match (:class:`EndgamePlayer`).
+    """
     rules = rules or Rules()
+    if name_or_path.startswith(ENDGAME_PREFIX):
+        return EndgamePlayer(make_player(name_or_path.removeprefix(ENDGAME_PREFIX), rules, device))
     if name_or_path in PLAYERS:
         return PLAYERS[name_or_path](rules=rules, device=device)
     try:
@@ -33,4 +41,13 @@ def make_player(name_or_path: str, rules: Rules | None = None, device: torch.dev
     raise ValueError(f"unknown player {name_or_path!r}: not one of {sorted(PLAYERS)}, a folder, nor a hub id")
 
 
-__all__ = ["PLAYERS", "GreedyPlayer", "OptimalPlayer", "OraclePlayer", "Player", "RandomPlayer", "make_player"]
+__all__ = [
+    "PLAYERS",
+    "EndgamePlayer",
+    "GreedyPlayer",
+    "OptimalPlayer",
+    "OraclePlayer",
+    "Player",
+    "RandomPlayer",
+    "make_player",
+]

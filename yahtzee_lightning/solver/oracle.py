@@ -15,7 +15,7 @@ from ..game import OPEN, Rules, dice_index, tables, upper_sum
 from ..game.rules import N_ROLLS, UPPER_BONUS_THRESHOLD, YAHTZEE_BOX
 from ..game.tables import take
 from .table import OptimalTable
-from .turn import best_keep, box_values, kept_dag, reroll_values
+from .turn import KeptDag, best_keep, box_values, kept_dag, reroll_values
 
 
 def turn_state(card: torch.Tensor, rules: Rules) -> torch.Tensor:
@@ -45,8 +45,7 @@ class TurnOracle:
         unique, inverse = torch.unique(key, dim=0, return_inverse=True)
         m, u, f = unique.unbind(-1)
         box = box_values(m, u.unsqueeze(1), f.unsqueeze(1), V, self.rules, reduce=False)  # (13, 252, S)
-        k2 = reroll_values(box.amax(0), dag)
-        k1 = reroll_values(best_keep(k2, dag), dag)
+        k2, k1 = keep_tables(box, dag)
         return box[:, :, inverse], k2[:, inverse], k1[:, inverse]
 
     def _tables(self, key: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -70,20 +69,34 @@ class TurnOracle:
         Keep values are for the keep decision of ``roll`` (0 or 1); box values are for scoring the
         current dice (-inf for illegal boxes). Both are computed for every game whatever its roll.
         """
-        box, k2, k1 = self._tables(turn_state(card, self.rules))
-        n = torch.arange(card.shape[0], device=card.device)
-        d = dice_index(dice)
-        dag = kept_dag(card.device)
-        box_now = box[:, dag.row_of_dice[d], n].T  # (N, 13)
-        kept = dag.row_of_kept[take(tables(card.device).keep_to_kept, d)]  # (N, 32) rows
-        k = torch.where((roll == 0).unsqueeze(-1), k1.T.gather(1, kept), k2.T.gather(1, kept))
-        return k, box_now
+        return position_values(*self._tables(turn_state(card, self.rules)), dice, roll)
 
     def regret(
         self, dice: torch.Tensor, roll: torch.Tensor, card: torch.Tensor, keep: torch.Tensor, box: torch.Tensor
     ) -> torch.Tensor:
         """Expected points lost by the chosen action against the best one, per game."""
         return choice_regret(*self.action_values(dice, roll, card), roll, keep, box)
+
+
+def keep_tables(box: torch.Tensor, dag: KeptDag) -> tuple[torch.Tensor, torch.Tensor]:
+    """``box (13, 252, S)``: the value of each box per final dice (dice rows). Returns the values
+    of each kept multiset ``(462, S)`` before the third roll and before the second."""
+    k2 = reroll_values(box.amax(0), dag)
+    return k2, reroll_values(best_keep(k2, dag), dag)
+
+
+def position_values(
+    box: torch.Tensor, k2: torch.Tensor, k1: torch.Tensor, dice: torch.Tensor, roll: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The turn tables of N games (column i is game i's turn) read at each game's dice and roll:
+    ``(keep_values (N, 32), box_values (N, 13))``."""
+    n = torch.arange(dice.shape[0], device=dice.device)
+    d = dice_index(dice)
+    dag = kept_dag(dice.device)
+    box_now = box[:, dag.row_of_dice[d], n].T  # (N, 13)
+    kept = dag.row_of_kept[take(tables(dice.device).keep_to_kept, d)]  # (N, 32) rows
+    k = torch.where((roll == 0).unsqueeze(-1), k1.T.gather(1, kept), k2.T.gather(1, kept))
+    return k, box_now
 
 
 def choice_regret(
