@@ -6,8 +6,10 @@ import torch
 from quick_fit import SMALL, fit_quietly
 
 from yahtzee_lightning.algorithms import A2C, PPO, Reinforce
+from yahtzee_lightning.env import keys as K
 from yahtzee_lightning.evaluation import play_games, play_single_turns, summarize
 from yahtzee_lightning.game import Rules
+from yahtzee_lightning.nn import PolicyValueNet
 from yahtzee_lightning.players import RandomPlayer
 
 
@@ -130,3 +132,43 @@ def test_stored_values_are_the_current_networks(task):
     live = ~batch["next", K.TERMINATED].squeeze(-1)  # after a last step the stored next value is unused
     assert torch.allclose(model.next_values(batch)[live], next_now[live], atol=1e-5)
     assert bool((~live).any()) and bool(live.any())
+
+
+def test_two_player_fine_tune_starts_from_a_solitaire_agent_with_the_same_play(tmp_path):
+    """A solitaire agent seeds a two-player network: the appended features (score difference, the
+    opponent's progress) start at zero weight, so the first policy is the agent's exact policy;
+    ``reset_value_head`` restarts the value at 0 and ``value_lr_scale`` gives it its own rate."""
+    from yahtzee_lightning.env.multiplayer import MultiPlayerYahtzeeEnv
+    from yahtzee_lightning.hub import YahtzeeAgent
+
+    L.seed_everything(0)
+    net = {"d_h": SMALL["d_h"], "n_layers": SMALL["n_layers"], "head_hidden": SMALL["head_hidden"], "dropout": 0.0}
+    solo = PolicyValueNet(features="full_game", **net)
+    YahtzeeAgent(solo).save_pretrained(tmp_path / "solo")
+    duo = PPO(
+        init_from=str(tmp_path / "solo"),
+        features="two_player",
+        n_players=2,
+        opponent="greedy",
+        reset_value_head=True,
+        value_lr_scale=10.0,
+        games_per_batch=8,
+        total_games=16,
+        **{**SMALL, "dropout": 0.0},
+    )
+    assert duo.net.trunk[0].in_features > solo.trunk[0].in_features
+    obs = MultiPlayerYahtzeeEnv(16, opponents="greedy", seed=3).reset()
+    obs[K.SCORE_DIFF] = torch.randint(-80, 80, (16,))  # the new inputs vary; the play must not
+    solo.eval()
+    duo.net.eval()
+    for a, b in zip(solo(obs)[:2], duo.net(obs)[:2], strict=True):
+        torch.testing.assert_close(a, b)
+    assert torch.equal(duo.net(obs)[2], torch.zeros(16))
+    lrs = [g["initial_lr"] for g in duo.configure_optimizers()["optimizer"].param_groups]
+    assert lrs == [duo.hparams.lr, 10.0 * duo.hparams.lr]
+
+    # Features that are not the old ones followed by new ones: a clear error.
+    with pytest.raises(ValueError, match="different features"):
+        PPO(init_from=str(tmp_path / "solo"), features="all", **{**SMALL, "dropout": 0.0})
+    with pytest.raises(ValueError, match="value_lr_scale"):
+        PPO(value_lr_scale=0.0, **SMALL)

@@ -31,7 +31,7 @@ from ..env import keys as K
 from ..game import N_BOXES, N_KEEPS, Rules
 from ..game.rules import N_ROLLS
 from ..metrics import action_counts, approx_kl, explained_variance, mask_diversity, top_k_share
-from ..nn import LOG_PROB, VALUE, PolicyModule, PolicyValueNet, distribution, eval_mode
+from ..nn import LOG_PROB, VALUE, PolicyModule, PolicyValueNet, distribution, eval_mode, transfer_weights
 from ..schedules import anneal, lr_factor
 from ..solver import TurnOracle, choice_regret, load_or_solve
 
@@ -106,7 +106,11 @@ class OnPolicyAlgorithm(L.LightningModule):
     in batches of ``games_per_batch``, ``evaluations`` evaluation intervals of ``eval_games``
     games each, and a final evaluation of ``final_eval_games`` (0 = skip) against the optimum.
     ``init_from``: a Lightning checkpoint or an agent folder whose network weights start this run
-    (transfer, or RL fine-tuning of a distilled agent).
+    (transfer, or RL fine-tuning of a distilled agent); it may see fewer features than this run
+    (features appended to its own start at zero weight). ``reset_value_head``: the value head's
+    output starts at zero, for a fine-tune to a reward on another scale (win/loss, not points);
+    ``value_lr_scale``: the value head's learning rate as a multiple of ``lr`` (Adam ignores the
+    scale of ``lambda_v`` for parameters only the value loss reaches).
     ``diagnose_games``: games of each batch whose decisions the exact oracle scores, for the
     logged regret per keep and per box decision (0 = off); every interval the evaluation games
     are scored too, with the regret broken down by turn and by box.
@@ -158,6 +162,8 @@ class OnPolicyAlgorithm(L.LightningModule):
         opponent: str = "random",
         reward: str = "win",
         init_from: str | None = None,
+        reset_value_head: bool = False,
+        value_lr_scale: float = 1.0,
         diagnose_games: int = 16,
         seed: int = 0,
     ) -> None:
@@ -198,6 +204,7 @@ class OnPolicyAlgorithm(L.LightningModule):
         need(isinstance(h.diagnose_games, int) and h.diagnose_games >= 0, "diagnose_games", ">= 0 (0: off)")
         need(isinstance(h.seed, int) and 0 <= h.seed < 2**32, "seed", "an integer in 0..2**32-1")
         need(h.lr > 0, "lr", "> 0")
+        need(h.value_lr_scale > 0, "value_lr_scale", "> 0")
         for name in ("r_alpha", "warmup", "hold", "entropy_hold", "entropy_anneal", "gamma_min", "gamma_max"):
             need(0 <= h[name] <= 1, name, "in [0, 1]")
         for name in ("tau_clip", "lambda_v", "beta_roll_max", "beta_roll_min", "beta_score_max", "beta_score_min"):
@@ -299,20 +306,29 @@ class OnPolicyAlgorithm(L.LightningModule):
         }
 
     def _load_network(self, path: str) -> None:
-        """Start from another run's network: a Lightning checkpoint, or an exported agent folder."""
+        """Start from another run's network: a Lightning checkpoint, or an exported agent folder.
+
+        It may see fewer features than this run's (appended features start at zero weight, see
+        :func:`transfer_weights`); ``reset_value_head`` starts the value at zero.
+        """
+        if not isinstance(self.net, PolicyValueNet):
+            raise ValueError(f"init_from starts a policy/value network; {type(self).__name__} trains another kind")
         if Path(path).is_dir():
             from ..hub import YahtzeeAgent
 
-            net_state = YahtzeeAgent.load(path).net.state_dict()
+            source = YahtzeeAgent.load(path).net
         else:
-            state = torch.load(path, map_location="cpu", weights_only=True)["state_dict"]
-            net_state = {k.removeprefix("net."): v for k, v in state.items() if k.startswith("net.")}
+            ckpt = torch.load(path, map_location="cpu", weights_only=True)
+            try:
+                source = PolicyValueNet(**self.network_kwargs(ckpt["hyper_parameters"]))
+                state = {k.removeprefix("net."): v for k, v in ckpt["state_dict"].items() if k.startswith("net.")}
+                source.load_state_dict(state)
+            except (KeyError, TypeError, RuntimeError) as e:
+                raise ValueError(f"{path}: not a checkpoint of this network ({e})") from e
         try:
-            missing, unexpected = self.net.load_state_dict(net_state, strict=False)
-        except RuntimeError as e:  # mis-shaped tensors
+            transfer_weights(source, self.net, reset_value_head=self.hparams.reset_value_head)
+        except ValueError as e:
             raise ValueError(f"{path}: network does not match this configuration ({e})") from e
-        if missing or unexpected:
-            raise ValueError(f"{path}: network does not match (missing {missing}, unexpected {unexpected})")
 
     # -------------------------------------------------------------- lightning
     def setup(self, stage: str) -> None:
@@ -327,8 +343,13 @@ class OnPolicyAlgorithm(L.LightningModule):
     def configure_optimizers(self) -> Any:
         # foreach: one kernel per operation over all parameters rather than one per parameter
         # (the same arithmetic; torch only picks it by default on CUDA).
-        opt = torch.optim.Adam(self.net.parameters(), lr=self.hparams.lr, foreach=True)
         h = self.hparams
+        value = list(self.net.value_head.parameters()) if hasattr(self.net, "value_head") else []
+        ids = {id(p) for p in value}
+        groups = [{"params": [p for p in self.net.parameters() if id(p) not in ids], "lr": h.lr}]
+        if value:  # the value head may learn faster (a fine-tune that restarts its values)
+            groups.append({"params": value, "lr": h.lr * h.value_lr_scale})
+        opt = torch.optim.Adam(groups, lr=h.lr, foreach=True)
 
         def factor(step: int) -> float:
             return lr_factor(step / self.total_updates, h.warmup, h.hold, h.r_alpha)

@@ -1,6 +1,6 @@
 """The policy/value network and its TorchRL actor."""
 
-from .network import DICE_ENCODERS, ROLL_HEADS, PolicyValueNet
+from .network import DICE_ENCODERS, ROLL_HEADS, PolicyValueNet, transfer_weights
 from .policy import (
     LOG_PROB,
     VALUE,
@@ -26,4 +26,5 @@ __all__ = [
     "eval_mode",
     "make_actor",
     "make_critic",
+    "transfer_weights",
 ]
