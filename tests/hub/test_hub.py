@@ -14,9 +14,11 @@ from hub_server import validate_card_metadata
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file, save_file
 
-from yahtzee_lightning.algorithms import Reinforce
+from yahtzee_lightning.algorithms import PPO, Reinforce
 from yahtzee_lightning.cli import main
+from yahtzee_lightning.env.features import sees_opponents
 from yahtzee_lightning.evaluation import evaluate
+from yahtzee_lightning.evaluation.match import play_matches
 from yahtzee_lightning.game import Rules
 from yahtzee_lightning.hub import AgentFormatError, AgentNotFoundError, YahtzeeAgent
 from yahtzee_lightning.nn import PolicyValueNet
@@ -132,8 +134,13 @@ def test_shipped_agents_load_play_and_have_valid_cards(folder):
     assert validate_card_metadata((folder / "README.md").read_text()) == []
     assert list(folder.glob("*.yaml")), "keep the training YAML next to a shipped agent"
     player = agent.player()
-    result = evaluate(player, games=8, seed=0, rules=player.rules, with_optimal=False, regret=False)
-    assert result["summary"]["score"]["mean"] > 0
+    if sees_opponents(agent.net.feature_names):  # a two-player agent plays matches
+        result = play_matches(player, "greedy", games=8, seed=0, rules=player.rules)
+        assert result["player_score"]["mean"] > 0
+        assert "matches" in agent.evaluation and "## Matches against the optimal" in agent.card
+    else:
+        result = evaluate(player, games=8, seed=0, rules=player.rules, with_optimal=False, regret=False)
+        assert result["summary"]["score"]["mean"] > 0
 
 
 class _Payload:
@@ -188,6 +195,42 @@ def test_export_a_training_checkpoint_and_evaluate_it(tmp_path, capsys):
         main(["evaluate", "--agent", str(ckpt), "--games", "5"])
     assert exit_.value.code == 2
     assert f"yahtzee-lightning export {ckpt} my-agent" in capsys.readouterr().err
+
+
+def test_a_two_player_agent_is_exported_and_evaluated_in_matches(tmp_path, capsys):
+    """An agent that sees an opponent cannot play solitaire: its card holds matches against the
+    optimal player, and a solitaire evaluation is refused with the way to evaluate it."""
+    model = PPO(
+        n_players=2,
+        opponent="greedy",
+        features="two_player",
+        total_games=16,
+        games_per_batch=8,
+        evaluations=1,
+        eval_games=4,
+        final_eval_games=0,
+        boxes=list(RULES.boxes),
+        **TINY,
+    )
+    trainer = L.Trainer(default_root_dir=tmp_path, logger=False, enable_progress_bar=False, num_sanity_val_steps=0)
+    trainer.fit(model)
+    ckpt = tmp_path / "duo.ckpt"
+    trainer.save_checkpoint(ckpt)
+    out = tmp_path / "duo"
+    assert main(["export", str(ckpt), str(out), "--games", "30"]) == 0
+    assert "in 30 matches against optimal" in capsys.readouterr().out
+    agent = YahtzeeAgent.from_pretrained(out)
+    matches = agent.evaluation["matches"]
+    assert matches["games"] == 30 and matches["opponent"] == "optimal"
+    assert abs(matches["win"]["rate"] + matches["draw"]["rate"] + matches["loss"]["rate"] - 1) < 1e-9
+    assert "## Matches against the optimal solitaire player" in agent.card
+    assert validate_card_metadata(agent.card) == []
+    boxes = [str(b) for b in RULES.boxes]
+    with pytest.raises(SystemExit) as exit_:
+        main(["evaluate", "--agent", str(out), "--games", "5", "--boxes", *boxes])
+    assert exit_.value.code == 2 and "--players 2" in capsys.readouterr().err
+    assert main(["evaluate", "--agent", str(out), "--games", "10", "--players", "2", "--opponent", "greedy"]) == 0
+    assert "win rate" in capsys.readouterr().out
 
 
 # Runs in a fresh process (huggingface_hub reads HF_ENDPOINT/HF_HOME/HF_HUB_OFFLINE at import):

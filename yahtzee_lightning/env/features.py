@@ -122,6 +122,15 @@ def opponent_progress(td: TensorDictBase, rules: Rules) -> torch.Tensor:
     return torch.stack([filled, bonus, score], -1)
 
 
+#: Features read from the N-player env's opponent keys: a network with one of them plays matches only.
+OPPONENT_FEATURES = frozenset({"score_diff", "opponent_progress"})
+
+
+def sees_opponents(names: str | Sequence[str]) -> bool:
+    """Whether these features need an opponent (the N-player env's observation)."""
+    return bool(OPPONENT_FEATURES & set(resolve_features(names)))
+
+
 PRESETS: dict[str, tuple[str, ...]] = {
     "single_turn": ("dice_combined", "card_mask", "bonus_progress", "roll_onehot"),
     "full_game": ("dice_combined", "card_mask", "bonus_progress", "roll_onehot", "turn_progress", "potentials"),

@@ -117,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     device_from_args(args.device, parser)
     rules = rules_from_args(args, parser)
 
+    from ..env.features import sees_opponents
     from ..hub.agent import hub_errors
     from ..hub.cli import hub_failure
     from ..players import make_player
@@ -129,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(e))
     except hub_errors() as e:
         parser.error(hub_failure(args.agent, e))
+    net = getattr(player, "net", None)
+    if args.players < 2 and net is not None and sees_opponents(net.feature_names):
+        parser.error(f"{args.agent!r} sees an opponent (two-player features): evaluate it in matches, --players 2")
     if opponent is not None and opponent.rules != rules:
         parser.error(
             f"opponent {args.opponent!r} was trained under rules {opponent.rules.tag()}, "

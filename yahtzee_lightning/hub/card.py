@@ -73,7 +73,7 @@ def model_card(agent: YahtzeeAgent) -> ModelCard:
     name = training.get("name", "yahtzee-agent")
     evaluation = agent.evaluation
     rules = Rules.from_dict(agent.net.config["rules"])
-    results = eval_results(rules.tag(), evaluation["summary"]) if evaluation else None
+    results = eval_results(rules.tag(), evaluation["summary"]) if evaluation and "summary" in evaluation else None
     data = ModelCardData(
         library_name="yahtzee_lightning",
         tags=[
@@ -114,7 +114,12 @@ def model_card(agent: YahtzeeAgent) -> ModelCard:
         json.dumps(agent.net.config, indent=2),
         "```",
     ]
-    if evaluation is not None:
+    if evaluation is not None and "matches" in evaluation:  # a two-player agent
+        from ..evaluation.match import format_match
+
+        table = format_match(evaluation["matches"])
+        lines += ["", "## Matches against the optimal solitaire player", "", "```", table, "```"]
+    elif evaluation is not None:
         table = format_markdown(evaluation).split("\n", 2)[2]  # drop the report's own title
         lines += ["", "## Evaluation against the exact optimum", "", table]
     return ModelCard.from_template(data, template_str="---\n{{ card_data }}\n---\n\n" + "\n".join(lines) + "\n")

@@ -100,15 +100,27 @@ def export_main(argv: list[str] | None = None) -> int:
         if value:
             t[key] = value
     if args.games > 0:
-        from ..evaluation import evaluate
+        from ..env.features import sees_opponents
 
         player = agent.player()
-        agent.evaluation = evaluate(player, args.games, args.seed, player.rules, progress=True)
+        if sees_opponents(agent.net.feature_names):  # a two-player agent: its card shows matches
+            from ..evaluation.match import play_matches
+
+            matches = play_matches(player, "optimal", args.games, args.seed, player.rules, progress=True)
+            agent.evaluation = {"matches": matches}
+        else:
+            from ..evaluation import evaluate
+
+            agent.evaluation = evaluate(player, args.games, args.seed, player.rules, progress=True)
     out = agent.save_pretrained(args.directory)
     if args.config:
         shutil.copyfile(args.config, out / Path(args.config).name)
     print(f"wrote {out}")
-    if agent.evaluation:
+    if agent.evaluation and "matches" in agent.evaluation:
+        m = agent.evaluation["matches"]
+        win, se = 100 * m["win"]["rate"], 100 * m["win"]["se"]
+        print(f"win rate {win:.2f}% ± {se:.2f} in {args.games} matches against optimal")
+    elif agent.evaluation:
         print(f"mean score {agent.evaluation['summary']['score']['mean']:.2f} over {args.games} games")
     return 0
 
