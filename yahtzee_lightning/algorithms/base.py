@@ -438,12 +438,15 @@ class OnPolicyAlgorithm(L.LightningModule):
         opt.step()
         return norm.detach(), (norm > tau).float() if tau > 0 else torch.zeros_like(norm)
 
-    def evaluate_actions(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def evaluate_actions(
+        self, obs: TensorDictBase, dist_value: tuple[Any, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(log pi(a|s), V(s), keep-head entropy, box-head entropy)`` of the taken actions.
 
-        Each head's entropy is averaged over the steps where that head acts.
+        Each head's entropy is averaged over the steps where that head acts. ``dist_value``: the
+        network's ``(distribution, value)`` on ``obs`` when the caller has it already.
         """
-        dist, value = distribution(self.net, obs)
+        dist, value = dist_value or distribution(self.net, obs)
         log_prob = dist.log_prob(obs[K.KEEP], obs[K.BOX])
         rolling = dist.rolling
         ent_keep = (dist.keep_entropy() * rolling).sum() / rolling.sum().clamp(min=1)

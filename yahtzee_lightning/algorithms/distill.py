@@ -56,6 +56,27 @@ class LabelledPolicy(PolicyModule):
         return keep, box
 
 
+def teacher_terms(dist: TurnDistribution, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per labelled step, for the head that acts: the cross-entropy to the teacher's best action,
+    and the policy's expected regret ``sum_a pi(a) (Q* - Q(a))`` in points."""
+    rolling = dist.rolling
+    kv, bv = obs[KEEP_VALUES], obs[BOX_VALUES]
+    keep_regret = kv.amax(-1, keepdim=True) - kv
+    box_regret = torch.where(torch.isfinite(bv), bv.amax(-1, keepdim=True) - bv, 0.0)
+    keep_logp, box_logp = dist.keep_log_probs(), dist.box.logits
+    ce = torch.where(
+        rolling,
+        -keep_logp.gather(-1, kv.argmax(-1, keepdim=True)).squeeze(-1),
+        -box_logp.gather(-1, bv.argmax(-1, keepdim=True)).squeeze(-1),
+    )
+    expected_regret = torch.where(
+        rolling,
+        (keep_logp.exp() * keep_regret).sum(-1),
+        (box_logp.exp() * box_regret).sum(-1),
+    )
+    return ce, expected_regret
+
+
 class Distill(OnPolicyAlgorithm):
     """Imitation of the exact oracle (DAgger), over the same network, env and budget as the RL algorithms.
 
@@ -142,22 +163,8 @@ class Distill(OnPolicyAlgorithm):
         dist, value = distribution(self.net, obs)
         rolling = dist.rolling
         kv, bv = obs[KEEP_VALUES], obs[BOX_VALUES]
-        legal = torch.isfinite(bv)
         best_v = torch.where(rolling, kv.amax(-1), bv.amax(-1))
-        keep_regret = kv.amax(-1, keepdim=True) - kv
-        box_regret = torch.where(legal, bv.amax(-1, keepdim=True) - bv, 0.0)
-
-        keep_logp, box_logp = dist.keep_log_probs(), dist.box.logits
-        ce = torch.where(
-            rolling,
-            -keep_logp.gather(-1, kv.argmax(-1, keepdim=True)).squeeze(-1),
-            -box_logp.gather(-1, bv.argmax(-1, keepdim=True)).squeeze(-1),
-        )
-        expected_regret = torch.where(
-            rolling,
-            (keep_logp.exp() * keep_regret).sum(-1),
-            (box_logp.exp() * box_regret).sum(-1),
-        )
+        ce, expected_regret = teacher_terms(dist, obs)
         h = self.hparams
         parts = {
             "ce": h.lambda_ce * ce.mean(),
@@ -193,4 +200,4 @@ class Distill(OnPolicyAlgorithm):
         return stats
 
 
-__all__ = ["BOX_VALUES", "KEEP_VALUES", "Distill", "LabelledPolicy"]
+__all__ = ["BOX_VALUES", "KEEP_VALUES", "Distill", "LabelledPolicy", "teacher_terms"]

@@ -7,7 +7,7 @@ from tensordict import TensorDictBase
 from torchrl.objectives.value.functional import generalized_advantage_estimate
 
 from ..env import keys as K
-from ..nn import LOG_PROB, VALUE
+from ..nn import LOG_PROB, VALUE, TurnDistribution, distribution
 from .base import OnPolicyAlgorithm
 
 
@@ -22,6 +22,8 @@ class PPO(OnPolicyAlgorithm):
     the batch (``games_per_minibatch`` None: 4 of the study's 20 games), so that a larger batch
     takes as many optimizer steps, not more.
     """
+
+    LOSS_TERMS = ("policy", "value", "entropy")  # the parts of ``loss_parts`` that are summed
 
     def __init__(
         self,
@@ -89,7 +91,7 @@ class PPO(OnPolicyAlgorithm):
         steps = []  # each minibatch's metrics, kept on the device until the update is done
         for mb in self.minibatches(batch, h.epochs, self.minibatch_games):
             parts, ratio, value = self.loss_parts(mb, coefs)
-            loss = parts["policy"] + parts["value"] + parts["entropy"]
+            loss = sum(parts[k] for k in self.LOSS_TERMS)
             grad_norm, clipped = self.step_optimizer(loss)
 
             mb_stats = self.update_stats(loss, parts, mb["advantage"], value, mb["returns"], grad_norm, clipped)
@@ -102,7 +104,8 @@ class PPO(OnPolicyAlgorithm):
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
         """The loss terms of one minibatch (with ``advantage`` and ``returns``), its ratios and values."""
         h = self.hparams
-        log_prob, value, ent_keep, ent_box = self.evaluate_actions(mb)
+        dist, value = distribution(self.net, mb)
+        log_prob, value, ent_keep, ent_box = self.evaluate_actions(mb, (dist, value))
         adv = self.normalize(mb["advantage"])
         ratio = (log_prob - mb[LOG_PROB]).exp()
         surrogate = torch.minimum(ratio * adv, ratio.clamp(1 - h.clip_eps, 1 + h.clip_eps) * adv)
@@ -113,4 +116,8 @@ class PPO(OnPolicyAlgorithm):
             "entropy_roll": ent_keep,
             "entropy_score": ent_box,
         }
-        return parts, ratio, value
+        return parts | self.regularizers(mb, dist), ratio, value
+
+    def regularizers(self, mb: TensorDictBase, dist: TurnDistribution) -> dict[str, torch.Tensor]:
+        """Extra loss terms (named in ``LOSS_TERMS``) and their diagnostics; none in plain PPO."""
+        return {}
