@@ -159,6 +159,14 @@ def test_export_never_unpickles(tmp_path, monkeypatch, capsys):
     assert not mark.exists() and not (tmp_path / "out").exists()
 
 
+def _fit_and_save(model, ckpt: Path) -> Path:
+    """Train ``model`` briefly and write its Lightning checkpoint to ``ckpt``."""
+    trainer = L.Trainer(default_root_dir=ckpt.parent, logger=False, enable_progress_bar=False, num_sanity_val_steps=0)
+    trainer.fit(model)
+    trainer.save_checkpoint(ckpt)
+    return ckpt
+
+
 def test_export_a_training_checkpoint_and_evaluate_it(tmp_path, capsys):
     model = Reinforce(
         total_games=40,
@@ -169,10 +177,7 @@ def test_export_a_training_checkpoint_and_evaluate_it(tmp_path, capsys):
         boxes=list(RULES.boxes),
         **TINY,
     )
-    trainer = L.Trainer(default_root_dir=tmp_path, logger=False, enable_progress_bar=False, num_sanity_val_steps=0)
-    trainer.fit(model)
-    ckpt = tmp_path / "run.ckpt"
-    trainer.save_checkpoint(ckpt)
+    ckpt = _fit_and_save(model, tmp_path / "run.ckpt")
     yaml = tmp_path / "run.yaml"
     yaml.write_text("model: {}\n")
     out = tmp_path / "agent"
@@ -212,10 +217,7 @@ def test_a_two_player_agent_is_exported_and_evaluated_in_matches(tmp_path, capsy
         boxes=list(RULES.boxes),
         **TINY,
     )
-    trainer = L.Trainer(default_root_dir=tmp_path, logger=False, enable_progress_bar=False, num_sanity_val_steps=0)
-    trainer.fit(model)
-    ckpt = tmp_path / "duo.ckpt"
-    trainer.save_checkpoint(ckpt)
+    ckpt = _fit_and_save(model, tmp_path / "duo.ckpt")
     out = tmp_path / "duo"
     assert main(["export", str(ckpt), str(out), "--games", "30"]) == 0
     assert "in 30 matches against optimal" in capsys.readouterr().out
