@@ -37,7 +37,7 @@ def test_single_turn_reinforce_beats_random_play():
 
 @pytest.mark.parametrize(
     "cls, extra",
-    [(A2C, {}), (PPO, {"games_per_minibatch": 64, "gae_lambda": 0.8})],
+    [(A2C, {}), (A2C, {"gae_lambda": 0.95}), (PPO, {"games_per_minibatch": 64, "gae_lambda": 0.8})],
 )
 def test_full_game_training_raises_the_mean_score(cls, extra):
     L.seed_everything(0)

@@ -1,27 +1,28 @@
-"""A2C with one-step TD(0) advantages (docs/hyperparameters.md)."""
+"""A2C: one gradient step per batch on TD(0) or GAE(lambda) advantages (docs/hyperparameters.md)."""
 
 from __future__ import annotations
 
 from tensordict import TensorDictBase
-from torchrl.objectives.value.functional import td0_return_estimate
 
-from ..env import keys as K
 from .base import OnPolicyAlgorithm
 
 
 class A2C(OnPolicyAlgorithm):
-    """``delta = r + gamma V(s') - V(s)``; policy loss ``-log pi * delta``, value loss ``lambda_v delta^2``.
+    """Policy loss ``-log pi * A``, value loss ``lambda_v (R - V)^2``, one optimizer step per batch.
 
-    The TD target comes from TorchRL's TD(0) estimator (``td0_return_estimate``). TorchRL's
-    ``A2CLoss`` does not fit, and the loss is the three lines below instead: in torchrl 0.14 it
-    reads a nested action as a composite one and adds both heads' log-probabilities (the roll
-    index must pick one, see ``nn/policy.py``), and its entropy bonus takes one coefficient where
-    the study anneals one per head. Written here, actor and critic also share one forward
-    pass of the network. Defaults: the study's A2C column.
+    ``gae_lambda`` 0 (the study's A2C) makes ``A`` the one-step TD error
+    ``r + gamma V(s') - V(s)``; larger values blend in longer returns (GAE, as PPO uses), which
+    trades the bias of a young value function for variance. Advantages come from TorchRL's GAE
+    estimator. The loss is the base class's ``policy_gradient_step`` (shared with REINFORCE, one
+    forward pass for actor and critic) rather than TorchRL's ``A2CLoss``, which does not fit: in
+    torchrl 0.14 it reads a nested action as a composite one and adds both heads'
+    log-probabilities (the roll index must pick one, see ``nn/policy.py``), and its entropy bonus
+    takes one coefficient where the study anneals one per head. Defaults: the study's A2C column.
     """
 
     def __init__(
         self,
+        gae_lambda: float = 0.0,
         lr: float = 1e-4,
         tau_clip: float = 1.0,
         lambda_v: float = 0.005,
@@ -49,25 +50,8 @@ class A2C(OnPolicyAlgorithm):
             gamma_max=gamma_max,
             **kwargs,
         )
+        self.save_hyperparameters()
 
     def update(self, batch: TensorDictBase, coefs: dict[str, float]) -> dict[str, float]:
-        obs, nxt = batch.reshape(-1), batch["next"].reshape(-1)
-        target = td0_return_estimate(
-            coefs["gamma"],
-            self.next_values(batch).reshape(-1, 1),
-            nxt[K.REWARD],
-            terminated=nxt[K.TERMINATED],
-        ).squeeze(-1)
-
-        log_prob, value, ent_keep, ent_box = self.evaluate_actions(obs)
-        delta = target - value
-        parts = {
-            "policy": -(log_prob * self.normalize(delta.detach())).mean(),
-            "value": self.hparams.lambda_v * delta.pow(2).mean(),
-            "entropy": -self.entropy_bonus(ent_keep, ent_box, coefs),
-        }
-        loss = sum(parts.values())
-        grad_norm, clipped = self.step_optimizer(loss)
-
-        parts |= {"entropy_roll": ent_keep, "entropy_score": ent_box}
-        return self.update_stats(loss, parts, delta.detach(), value, target, grad_norm, clipped)
+        advantage, returns = self.advantages(batch, coefs["gamma"], self.hparams.gae_lambda)
+        return self.policy_gradient_step(batch.reshape(-1), advantage.reshape(-1), returns.reshape(-1), coefs)

@@ -25,6 +25,7 @@ import torch
 from tensordict import TensorDictBase
 from torch.utils.data import DataLoader, IterableDataset
 from torchrl.envs.utils import ExplorationType, set_exploration_type
+from torchrl.objectives.value.functional import generalized_advantage_estimate
 
 from ..env import YahtzeeEnv
 from ..env import keys as K
@@ -205,8 +206,10 @@ class OnPolicyAlgorithm(L.LightningModule):
         need(isinstance(h.seed, int) and 0 <= h.seed < 2**32, "seed", "an integer in 0..2**32-1")
         need(h.lr > 0, "lr", "> 0")
         need(h.value_lr_scale > 0, "value_lr_scale", "> 0")
-        for name in ("r_alpha", "warmup", "hold", "entropy_hold", "entropy_anneal", "gamma_min", "gamma_max"):
-            need(0 <= h[name] <= 1, name, "in [0, 1]")
+        unit = ("r_alpha", "warmup", "hold", "entropy_hold", "entropy_anneal", "gamma_min", "gamma_max", "gae_lambda")
+        for name in unit:
+            if name in h:  # gae_lambda: only the algorithms with GAE advantages have it
+                need(0 <= h[name] <= 1, name, "in [0, 1]")
         for name in ("tau_clip", "lambda_v", "beta_roll_max", "beta_roll_min", "beta_score_max", "beta_score_min"):
             need(h[name] >= 0, name, ">= 0")
         if h.total_games < h.games_per_batch:
@@ -470,6 +473,41 @@ class OnPolicyAlgorithm(L.LightningModule):
         with eval_mode(self.net):
             last_value = self.net(last)[2]
         return torch.cat([batch[VALUE][..., 1:], last_value.unsqueeze(-1)], dim=-1)
+
+    def policy_gradient_step(
+        self, obs: TensorDictBase, advantage: torch.Tensor, returns: torch.Tensor, coefs: dict[str, float]
+    ) -> dict[str, torch.Tensor]:
+        """One optimizer step of ``-log pi * A + lambda_v (R - V)^2 - entropy bonus`` on flat steps.
+
+        The update of REINFORCE and A2C, which differ only in the advantage ``A`` and return ``R``
+        they pass; returns the step's metrics (still on the device).
+        """
+        log_prob, value, ent_keep, ent_box = self.evaluate_actions(obs)
+        parts = {
+            "policy": -(log_prob * self.normalize(advantage)).mean(),
+            "value": self.hparams.lambda_v * (returns - value).pow(2).mean(),
+            "entropy": -self.entropy_bonus(ent_keep, ent_box, coefs),
+        }
+        loss = sum(parts.values())
+        grad_norm, clipped = self.step_optimizer(loss)
+
+        parts |= {"entropy_roll": ent_keep, "entropy_score": ent_box}
+        return self.update_stats(loss, parts, advantage, value, returns, grad_norm, clipped)
+
+    def advantages(self, batch: TensorDictBase, gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """GAE(``lam``) advantages and their returns ``(games, steps)``, from the values stored at
+        collection (TorchRL's ``generalized_advantage_estimate``; ``lam`` 0 is the TD(0) error)."""
+        nxt = batch["next"]
+        advantage, returns = generalized_advantage_estimate(
+            gamma,
+            lam,
+            batch[VALUE].unsqueeze(-1),
+            self.next_values(batch).unsqueeze(-1),
+            nxt[K.REWARD],
+            nxt[K.DONE],
+            nxt[K.TERMINATED],
+        )
+        return advantage.squeeze(-1), returns.squeeze(-1)
 
     @staticmethod
     def update_stats(

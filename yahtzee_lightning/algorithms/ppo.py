@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import torch
 from tensordict import TensorDictBase
-from torchrl.objectives.value.functional import generalized_advantage_estimate
 
-from ..env import keys as K
-from ..nn import LOG_PROB, VALUE, TurnDistribution, distribution
+from ..nn import LOG_PROB, TurnDistribution, distribution
 from .base import OnPolicyAlgorithm
 
 
@@ -74,19 +72,9 @@ class PPO(OnPolicyAlgorithm):
 
     def update(self, batch: TensorDictBase, coefs: dict[str, float]) -> dict[str, torch.Tensor]:
         h = self.hparams
-        nxt = batch["next"]
-        next_value = self.next_values(batch).unsqueeze(-1)
-        advantage, returns = generalized_advantage_estimate(
-            coefs["gamma"],
-            h.gae_lambda,
-            batch[VALUE].unsqueeze(-1),
-            next_value,
-            nxt[K.REWARD],
-            nxt[K.DONE],
-            nxt[K.TERMINATED],
-        )
-        batch.set("advantage", advantage.squeeze(-1))
-        batch.set("returns", returns.squeeze(-1))
+        advantage, returns = self.advantages(batch, coefs["gamma"], h.gae_lambda)
+        batch.set("advantage", advantage)
+        batch.set("returns", returns)
 
         steps = []  # each minibatch's metrics, kept on the device until the update is done
         for mb in self.minibatches(batch, h.epochs, self.minibatch_games):

@@ -51,17 +51,5 @@ class Reinforce(OnPolicyAlgorithm):
 
     def update(self, batch: TensorDictBase, coefs: dict[str, float]) -> dict[str, float]:
         returns = reward2go(batch["next", K.REWARD], batch["next", K.DONE], coefs["gamma"]).reshape(-1)
-        obs = batch.reshape(-1)
-        advantage = returns - obs[VALUE]  # V(s) stored at collection, with the current weights
-
-        log_prob, value, ent_keep, ent_box = self.evaluate_actions(obs)
-        parts = {
-            "policy": -(log_prob * self.normalize(advantage)).mean(),
-            "value": self.hparams.lambda_v * (value - returns).pow(2).mean(),
-            "entropy": -self.entropy_bonus(ent_keep, ent_box, coefs),
-        }
-        loss = sum(parts.values())
-        grad_norm, clipped = self.step_optimizer(loss)
-
-        parts |= {"entropy_roll": ent_keep, "entropy_score": ent_box}
-        return self.update_stats(loss, parts, advantage, value, returns, grad_norm, clipped)
+        advantage = returns - batch[VALUE].reshape(-1)  # V(s) stored at collection, with the current weights
+        return self.policy_gradient_step(batch.reshape(-1), advantage, returns, coefs)
