@@ -87,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--agent",
         default="optimal",
-        help="optimal, greedy, random, an agent folder or a hub id; endgame:NAME plays NAME with the exact "
-        "win-maximising last turn of a match",
+        help="optimal, greedy, random, winseeking (matches only), an agent folder or a hub id; endgame:NAME "
+        "plays NAME with the exact win-maximising last turn of a match",
     )
     parser.add_argument("--games", type=int, default=10_000, help="games to play (default: 10000)")
     parser.add_argument("--seed", type=int, default=0, help="the same seed plays the same dice (default: 0)")
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     except hub_errors() as e:
         parser.error(hub_failure(args.agent, e))
     net = getattr(player, "net", None)
-    if args.players < 2 and net is not None and sees_opponents(net.feature_names):
+    if args.players < 2 and (player.matches_only or (net is not None and sees_opponents(net.feature_names))):
         parser.error(f"{args.agent!r} sees an opponent (two-player features): evaluate it in matches, --players 2")
     if opponent is not None and opponent.rules != rules:
         parser.error(

@@ -11,17 +11,20 @@ from ..game import Rules
 from .base import Player
 from .endgame import EndgamePlayer
 from .reference import GreedyPlayer, OptimalPlayer, OraclePlayer, RandomPlayer
+from .winseeking import WinSeekingPlayer
 
 ENDGAME_PREFIX = "endgame:"
 PLAYERS: dict[str, Callable[..., Player]] = {
     "optimal": OptimalPlayer,
     "greedy": GreedyPlayer,
     "random": RandomPlayer,
+    "winseeking": WinSeekingPlayer,
 }
 
 
 def make_player(name_or_path: str, rules: Rules | None = None, device: torch.device | str = "cpu") -> Player:
-    """``optimal``, ``greedy``, ``random``, or a trained agent: a local agent folder or a hub id.
+    """``optimal``, ``greedy``, ``random``, ``winseeking`` (matches only: the optimal player's moves
+    re-weighed for the chance of winning), or a trained agent: a local agent folder or a hub id.
 
     ``endgame:NAME`` is NAME's player switching to the exact win-maximising move on its last turn
     of a match (:class:`EndgamePlayer`).
@@ -49,5 +52,6 @@ __all__ = [
     "OraclePlayer",
     "Player",
     "RandomPlayer",
+    "WinSeekingPlayer",
     "make_player",
 ]

@@ -21,6 +21,7 @@ class Player(ABC):
     """
 
     name: str = "player"
+    matches_only: bool = False  # plays from the opponents' cards too: matches (N players) only
 
     def __init__(self, rules: Rules | None = None) -> None:
         self.rules = rules or Rules()

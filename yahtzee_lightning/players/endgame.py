@@ -38,6 +38,7 @@ class EndgamePlayer(Player):
     def __init__(self, base: Player) -> None:
         super().__init__(base.rules)
         self.base = base
+        self.matches_only = base.matches_only
         self.name = f"endgame:{getattr(base, 'name', type(base).__name__)}"
 
     @torch.no_grad()

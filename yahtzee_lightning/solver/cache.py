@@ -52,3 +52,48 @@ def load_trusted(path: Path, rules: Rules, device: torch.device | str = "cpu") -
     except (TableFormatError, OSError, SafetensorError) as e:
         logging.getLogger(__name__).warning("warning: table unusable, solving it again: %s", e)
         return None
+
+
+_MOMENTS: dict[tuple[Rules, str], torch.Tensor] = {}
+
+
+def moments_path(rules: Rules) -> Path:
+    return cache_dir() / "tables" / f"moments3_{rules.tag()}.safetensors"
+
+
+def load_or_solve_moments(table: OptimalTable, progress: bool = True) -> torch.Tensor:
+    """``(2, 8192, 64, 2)``: the second and third moments of the points to come under ``table``'s
+    player (:func:`.moments.solve_moments`): from memory, the disk cache (checked against the
+    table's checksum, so a rebuilt table rebuilds them) or solved (about 4 minutes on a CPU)."""
+    from safetensors.torch import load_file, save_file
+
+    from .moments import solve_moments
+    from .table import values_sha256
+
+    key = (table.rules, str(table.values.device))
+    if key in _MOMENTS:
+        return _MOMENTS[key]
+    path, table_sha = moments_path(table.rules), values_sha256(table.values)
+    m2 = None
+    if path.exists():
+        try:
+            from safetensors import safe_open
+
+            with safe_open(str(path), framework="pt") as f:
+                meta = f.metadata() or {}
+            if meta.get("table_sha256") == table_sha:
+                m2 = load_file(str(path))["moments"].to(table.values.device)
+        except (OSError, SafetensorError) as e:
+            logging.getLogger(__name__).warning("warning: moments unusable, solving them again: %s", e)
+        if m2 is not None and m2.shape != (2, *table.values.shape):
+            m2 = None
+    if m2 is None:
+        m2 = solve_moments(table, progress=progress)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_file(
+            {"moments": m2.cpu().contiguous()},
+            str(path),
+            metadata={"table_sha256": table_sha, "rules_tag": table.rules.tag()},
+        )
+    _MOMENTS[key] = m2
+    return m2

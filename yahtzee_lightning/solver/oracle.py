@@ -9,6 +9,8 @@ recomputed only for games that started a new turn.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from ..game import OPEN, Rules, dice_index, tables, upper_sum
@@ -25,6 +27,28 @@ def turn_state(card: torch.Tensor, rules: Rules) -> torch.Tensor:
     return torch.stack([bits.sum(-1), upper_sum(card).clamp(max=UPPER_BONUS_THRESHOLD), flag], -1)
 
 
+class TurnCache:
+    """Per-game turn tables (each with the games as its last dimension), computed by ``compute``
+    from the games' turn-start states and recomputed only for the games whose state changed:
+    within a turn the state stays, so a batch's three decisions share one computation."""
+
+    def __init__(self, compute: Callable[[torch.Tensor], tuple[torch.Tensor, ...]]) -> None:
+        self.compute = compute
+        self._key: torch.Tensor | None = None
+        self._tables: tuple[torch.Tensor, ...] = ()
+
+    def __call__(self, key: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        if self._key is None or self._key.shape != key.shape or self._key.device != key.device:
+            self._key, self._tables = key.clone(), tuple(self.compute(key))
+            return self._tables
+        changed = (self._key != key).any(-1).nonzero().squeeze(-1)
+        if len(changed):
+            for table, new in zip(self._tables, self.compute(key[changed]), strict=True):
+                table[..., changed] = new
+            self._key[changed] = key[changed]
+        return self._tables
+
+
 class TurnOracle:
     """Action values for batches of positions; ``table=None`` gives the greedy one-turn values."""
 
@@ -33,10 +57,9 @@ class TurnOracle:
             raise ValueError(f"the optimal table was built for {table.rules.tag()}, not {rules.tag()}")
         self.rules = rules
         self.table = table
-        self._key: torch.Tensor | None = None
-        self._box: torch.Tensor | None = None  # (13, 252, N) value of each box per final dice
-        self._k2: torch.Tensor | None = None  # (462, N) value of each kept multiset before roll 3
-        self._k1: torch.Tensor | None = None  # (462, N) value of each kept multiset before roll 2
+        # Per game: (13, 252, N) value of each box per final dice, (462, N) of each kept multiset
+        # before roll 3 and before roll 2.
+        self._tables = TurnCache(self._compute)
 
     def _compute(self, key: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         V = None if self.table is None else self.table.values.to(key.device)
@@ -47,18 +70,6 @@ class TurnOracle:
         box = box_values(m, u.unsqueeze(1), f.unsqueeze(1), V, self.rules, reduce=False)  # (13, 252, S)
         k2, k1 = keep_tables(box, dag)
         return box[:, :, inverse], k2[:, inverse], k1[:, inverse]
-
-    def _tables(self, key: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        if self._key is None or self._key.shape != key.shape or self._key.device != key.device:
-            self._key = key.clone()
-            self._box, self._k2, self._k1 = self._compute(key)
-            return self._box, self._k2, self._k1
-        changed = (self._key != key).any(-1).nonzero().squeeze(-1)
-        if len(changed):
-            box, k2, k1 = self._compute(key[changed])
-            self._box[:, :, changed], self._k2[:, changed], self._k1[:, changed] = box, k2, k1
-            self._key[changed] = key[changed]
-        return self._box, self._k2, self._k1
 
     @torch.no_grad()
     def action_values(

@@ -110,7 +110,7 @@ class OptimalTable:
 Block = tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]
 
 
-def _blocks(rules: Rules, filled: int, device: torch.device) -> list[Block]:
+def layer_blocks(rules: Rules, filled: int, device: torch.device) -> list[Block]:
     """States with ``filled`` boxes filled: ``(masks (M,), uppers (M, R), flags (M, R), upper_irrelevant)``.
 
     A mask's upper sums are those its filled upper boxes can reach (all of them, as one, when no
@@ -160,7 +160,7 @@ def solve(
     V = torch.zeros(N_MASKS, N_UPPER, 2, dtype=torch.float64, device=device)
     every_upper = torch.arange(N_UPPER, device=device).view(1, N_UPPER, 1)
     n_out = len(rules.boxes_out_of_play)
-    layers = [(k, _blocks(rules, n_out + k, device)) for k in range(len(rules.boxes) - 1, -1, -1)]
+    layers = [(k, layer_blocks(rules, n_out + k, device)) for k in range(len(rules.boxes) - 1, -1, -1)]
     bar = None
     if progress is True:  # counted in states: the layers differ in size by orders of magnitude
         from ..progress import progress_bar
