@@ -64,6 +64,11 @@ def test_two_player_win_objective_and_self_play_train_from_config_alone():
         )
         fit_quietly(model)
         assert model.final_evaluation["games"] == 40 and "win" in model.final_evaluation
+        # Self-play is evaluated against the optimal player (against itself it would always be
+        # about half); otherwise against the training opponent, unless eval_opponent says.
+        assert model.final_evaluation["opponent"] == ("optimal" if opponent == "self" else opponent)
+    model = A2C(n_players=2, opponent="self", eval_opponent="greedy", features="two_player", **SMALL)
+    assert model.eval_opponent() == "greedy"
 
 
 def test_full_game_run_starts_from_single_turn_weights(tmp_path):

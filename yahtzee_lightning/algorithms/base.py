@@ -118,7 +118,8 @@ class OnPolicyAlgorithm(L.LightningModule):
     ``n_players`` >= 2 trains against ``opponent`` (random, greedy, optimal, an agent folder, or
     ``self``: the learner's own current policy, for self-play) in the N-player env
     with ``reward`` (win, margin, fixed_target, moving_target, score); use features that see the
-    opponents (the ``two_player`` preset).
+    opponents (the ``two_player`` preset). ``eval_opponent``: whom the evaluations play (default:
+    the training opponent; in self-play, where that would always be about half, ``optimal``).
     """
 
     def __init__(
@@ -161,6 +162,7 @@ class OnPolicyAlgorithm(L.LightningModule):
         top_k: int = 3,
         n_players: int = 1,
         opponent: str = "random",
+        eval_opponent: str | None = None,
         reward: str = "win",
         init_from: str | None = None,
         reset_value_head: bool = False,
@@ -596,6 +598,11 @@ class OnPolicyAlgorithm(L.LightningModule):
         """The N-player opponent: a player name or agent folder, or ``self`` (the learner, live)."""
         return self.player(greedy=False) if self.hparams.opponent == "self" else self.hparams.opponent
 
+    def eval_opponent(self) -> Any:
+        """Whom evaluations play: ``eval_opponent``, else the training opponent (``optimal`` in self-play)."""
+        name = self.hparams.get("eval_opponent") or self.hparams.opponent
+        return "optimal" if name == "self" else name
+
     def player(self, greedy: bool = True):
         from ..players.agent import AgentPlayer
 
@@ -607,7 +614,13 @@ class OnPolicyAlgorithm(L.LightningModule):
             from ..evaluation.match import play_matches
 
             r = play_matches(
-                self.player(), self.opponent(), h.eval_games, h.seed + 7919, self.rules, h.n_players, device=self.device
+                self.player(),
+                self.eval_opponent(),
+                h.eval_games,
+                h.seed + 7919,
+                self.rules,
+                h.n_players,
+                device=self.device,
             )
             metrics = {"eval/mean_score": r["player_score"]["mean"], "eval/win_rate": r["win"]["rate"]}
         else:
@@ -641,7 +654,7 @@ class OnPolicyAlgorithm(L.LightningModule):
             from ..evaluation.match import format_match, play_matches
 
             self.final_evaluation = play_matches(
-                self.player(), self.opponent(), games, seed, self.rules, h.n_players, device=self.device
+                self.player(), self.eval_opponent(), games, seed, self.rules, h.n_players, device=self.device
             )
             print(format_match(self.final_evaluation))
         else:
