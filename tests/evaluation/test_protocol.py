@@ -60,6 +60,13 @@ def test_cli_two_player_matches(capsys, default_table):
     out = json.loads(capsys.readouterr().out)
     assert out["player"] == "endgame:greedy" and list(out["by_seat"]) == ["second"]
     assert out["endgame"]["decisions"] == 40 and out["endgame"]["agree"]["rate"] == 1
+    # --batch-size: the same matches in smaller batches (each batch its own dice), a bad size named
+    argv = ["evaluate", "--agent", "greedy", "--players", "2", "--games", "10"]
+    assert main([*argv, "--batch-size", "4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["games"] == 10
+    with pytest.raises(SystemExit):
+        main([*argv, "--batch-size", "0"])
+    assert "--batch-size must be >= 1" in capsys.readouterr().err
 
 
 def test_cli_names_bad_arguments(capsys):

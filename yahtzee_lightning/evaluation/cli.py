@@ -106,6 +106,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the agent's seat in matches: alternate (default) plays each seat equally often",
     )
     parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=4096,
+        help="matches played at a time (default: 4096); the dice depend on it, so compare runs at the same size",
+    )
+    parser.add_argument(
         "--endgame-check",
         action="store_true",
         help="in matches, also count how often the agent's last-turn keeps agree with the exact win-maximising ones",
@@ -113,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.games < 1:
         parser.error(f"--games must be >= 1, got {args.games}")
+    if args.batch_size < 1:
+        parser.error(f"--batch-size must be >= 1, got {args.batch_size}")
     check_seed(args.seed, parser)
     device_from_args(args.device, parser)
     rules = rules_from_args(args, parser)
@@ -150,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             args.players,
             learner_seat=args.seat,
             device=args.device,
+            batch_size=args.batch_size,
             progress=True,
             endgame_check=args.endgame_check,
         )
