@@ -33,6 +33,7 @@ from .base import Player
 from .endgame import best_or_chosen
 
 APPROXIMATIONS = ("normal", "edgeworth")
+CHUNK_STATES = 1024  # turn states solved at a time: (13, 252, 1024) float64 buffers, 27 MB each
 
 
 def win_chance(gap: torch.Tensor, var: torch.Tensor, third: torch.Tensor | None = None) -> torch.Tensor:
@@ -85,9 +86,13 @@ class WinSeekingPlayer(Player):
         """Per game, the moments after each box and each kept multiset: box, k2, k1 of each order."""
         # Games often share a turn-start state (all of them at the first turn): solve each once.
         unique, inverse = torch.unique(key, dim=0, return_inverse=True)
-        m, u, f = unique.unbind(-1)
-        t = turn_moments(m, u.unsqueeze(1), f.unsqueeze(1), [x.to(key.device) for x in self.tables], self.rules)
-        return [x[..., inverse] for stage in (t.box, t.k2, t.k1) for x in stage]
+        tables = [x.to(key.device) for x in self.tables]
+        parts = []
+        for chunk in unique.split(CHUNK_STATES):  # bounded buffers: allocations stay reusable
+            m, u, f = chunk.unbind(-1)
+            t = turn_moments(m, u.unsqueeze(1), f.unsqueeze(1), tables, self.rules)
+            parts.append([x for stage in (t.box, t.k2, t.k1) for x in stage])
+        return [torch.cat(xs, -1)[..., inverse] for xs in zip(*parts, strict=True)]
 
     def opponent_moments(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(mean, variance, third central moment) (N,)`` of the final score of the opponent with
