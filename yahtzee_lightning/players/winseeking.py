@@ -12,8 +12,8 @@ ahead under a normal approximation of both final scores:
 (a draw counts half: the normal has no mass at equality, so the formula is win + draw / 2). It
 is one step of policy improvement on the optimal player for the match objective, not the exact
 two-player optimum. With several opponents it plays against the one with the highest expected
-final score. On its last turn, once every opponent has finished, the exact end game
-(:class:`.EndgamePlayer`) replaces the approximation.
+final score. Wrapped in :class:`.EndgamePlayer` (``endgame:winseeking``), the exact end game
+replaces the approximation on its last turn once every opponent has finished.
 """
 
 from __future__ import annotations
