@@ -74,7 +74,7 @@ def load_or_solve_moments(table: OptimalTable, progress: bool = True) -> torch.T
     if key in _MOMENTS:
         return _MOMENTS[key]
     path, table_sha = moments_path(table.rules), values_sha256(table.values)
-    m2 = None
+    higher = None
     if path.exists():
         try:
             from safetensors import safe_open
@@ -82,18 +82,18 @@ def load_or_solve_moments(table: OptimalTable, progress: bool = True) -> torch.T
             with safe_open(str(path), framework="pt") as f:
                 meta = f.metadata() or {}
             if meta.get("table_sha256") == table_sha:
-                m2 = load_file(str(path))["moments"].to(table.values.device)
+                higher = load_file(str(path))["moments"].to(table.values.device)
         except (OSError, SafetensorError) as e:
             logging.getLogger(__name__).warning("warning: moments unusable, solving them again: %s", e)
-        if m2 is not None and m2.shape != (2, *table.values.shape):
-            m2 = None
-    if m2 is None:
-        m2 = solve_moments(table, progress=progress)
+        if higher is not None and higher.shape != (2, *table.values.shape):
+            higher = None
+    if higher is None:
+        higher = solve_moments(table, progress=progress)
         path.parent.mkdir(parents=True, exist_ok=True)
         save_file(
-            {"moments": m2.cpu().contiguous()},
+            {"moments": higher.cpu().contiguous()},
             str(path),
             metadata={"table_sha256": table_sha, "rules_tag": table.rules.tag()},
         )
-    _MOMENTS[key] = m2
-    return m2
+    _MOMENTS[key] = higher
+    return higher

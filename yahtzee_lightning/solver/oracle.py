@@ -9,7 +9,7 @@ recomputed only for games that started a new turn.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -32,7 +32,7 @@ class TurnCache:
     from the games' turn-start states and recomputed only for the games whose state changed:
     within a turn the state stays, so a batch's three decisions share one computation."""
 
-    def __init__(self, compute: Callable[[torch.Tensor], tuple[torch.Tensor, ...]]) -> None:
+    def __init__(self, compute: Callable[[torch.Tensor], Sequence[torch.Tensor]]) -> None:
         self.compute = compute
         self._key: torch.Tensor | None = None
         self._tables: tuple[torch.Tensor, ...] = ()
