@@ -1,0 +1,235 @@
+"""One trial of a study: an ordinary ``fit`` of this project in its own run folder, reporting to Ray Tune.
+
+The run folder (``OUT/runs/...``) holds what a single run holds (``config.yaml``, Lightning's
+logs, ``checkpoints/``), plus what the study reads back: ``history.jsonl`` (one line per
+evaluation), ``final.json`` (the final evaluation) or ``error.txt`` (why it failed), and
+``fit.log`` (the run's printed output). Rerunning ``fit --config RUN/config.yaml`` repeats a
+trial by hand, and its checkpoints export like any run's.
+
+A trial resumes by the project's own rule (``--ckpt_path last``: the newest intact checkpoint of
+its folder). A checkpoint handed over by Ray from another trial (population-based training: a
+weak member copies a strong one's) is resumed instead, with the evolved learning rate written
+into it (a checkpoint fixes ``lr`` otherwise).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+import yaml
+
+from .spec import Cell, compose
+
+HISTORY, FINAL, ERROR, LOG = "history.jsonl", "final.json", "error.txt", "fit.log"
+#: Training metrics kept with each evaluation (the latest update's value), without their ``train/``.
+TRAIN_METRICS = ("explained_variance", "loss_entropy_roll", "loss_entropy_score", "episode_return", "lr")
+
+
+def in_tune_session() -> bool:
+    """Whether this process runs a Ray Tune trial (the callback also works in a plain ``fit``)."""
+    try:
+        from ray.tune import get_context
+
+        return get_context().get_trial_id() is not None
+    except Exception:  # no Ray, or no session: a plain run
+        return False
+
+
+class StudyRecorder(L.Callback):
+    """Writes each evaluation to ``history.jsonl`` and reports it, with a checkpoint, to Ray Tune.
+
+    Adds what the study's exhibits need beyond the logged metrics: the single-turn score (points in
+    one turn from a random partly filled card, the same ``eval_games`` episodes every time).
+    ``settings``: the trial's evolved settings (population-based training), kept with each line.
+    """
+
+    def __init__(self, run_dir: str, settings: dict[str, Any] | None = None) -> None:
+        self.run_dir = Path(run_dir)
+        self.settings = settings or {}
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.sanity_checking or not trainer.is_global_zero:
+            return
+        row = evaluation_row(trainer, pl_module) | {f"setting/{k}": v for k, v in self.settings.items()}
+        with open(self.run_dir / HISTORY, "a") as f:
+            f.write(json.dumps(row) + "\n")
+        if in_tune_session():
+            from ray import tune
+
+            with tempfile.TemporaryDirectory() as d:
+                trainer.save_checkpoint(Path(d) / "last.ckpt")
+                (Path(d) / "origin.json").write_text(json.dumps({"run_dir": str(self.run_dir)}))
+                tune.report(row, checkpoint=tune.Checkpoint.from_directory(d))
+
+
+def single_turn_score(module: L.LightningModule, episodes: int, seed: int) -> float:
+    """Mean points of the module's greedy policy in single turns (NaN for a module without one)."""
+    from ..evaluation import play_single_turns
+
+    if not hasattr(module, "player") or module.hparams.get("n_players", 1) > 1:
+        return float("nan")
+    return float(play_single_turns(module.player(), episodes, seed, module.rules, module.device).double().mean())
+
+
+def evaluation_row(trainer: L.Trainer, module: L.LightningModule) -> dict[str, Any]:
+    """The evaluation just logged, as plain numbers: ``eval/*`` and the training metrics above."""
+    metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("eval/")}
+    for name in TRAIN_METRICS:
+        if (v := trainer.callback_metrics.get(f"train/{name}")) is not None:
+            metrics[f"train/{name}"] = float(v)
+    h = module.hparams
+    metrics["eval/single_turn_score"] = single_turn_score(module, h.eval_games, h.seed)
+    return {"epoch": trainer.current_epoch, **metrics}
+
+
+def trial_config(cell: Cell, seeds: list[int], run_dir: Path, settings: dict[str, Any]) -> dict[str, Any]:
+    """The cell's fit config for its seed (several: ensemble members), logging and checkpointing into ``run_dir``."""
+    config = compose(Path(cell.base).read_text(), {**cell.overrides, **settings})
+    config["seed_everything"] = seeds[0]
+    init_args = config.setdefault("model", {}).setdefault("init_args", {})
+    init_args["seed"] = seeds[0]
+    if len(seeds) > 1:  # the ensemble seam (runner.seeds_per_trial): one member per seed
+        init_args["ensemble"] = [{"seed": s} for s in seeds]
+    trainer = config.setdefault("trainer", {})
+    trainer["default_root_dir"] = str(run_dir)
+    trainer["enable_progress_bar"] = False
+    loggers = trainer.get("logger")
+    for lg in loggers if isinstance(loggers, list) else [loggers]:
+        if isinstance(lg, dict) and "save_dir" in (lg.get("init_args") or {}):
+            lg["init_args"]["save_dir"] = str(run_dir)
+    callbacks = trainer.get("callbacks") or []
+    callbacks = callbacks if isinstance(callbacks, list) else [callbacks]
+    saving = [cb for cb in callbacks if isinstance(cb, dict) and "dirpath" in (cb.get("init_args") or {})]
+    for cb in saving:
+        cb["init_args"]["dirpath"] = str(run_dir / "checkpoints")
+    if not saving:  # a trial must leave checkpoints to resume from
+        callbacks.append(
+            {
+                "class_path": "yahtzee_lightning.algorithms.checkpoint.RunCheckpoint",
+                "init_args": {"dirpath": str(run_dir / "checkpoints"), "save_last": True, "every_n_epochs": 1},
+            }
+        )
+    recorder = {"run_dir": str(run_dir), "settings": settings}
+    callbacks.append({"class_path": f"{__name__}.StudyRecorder", "init_args": recorder})
+    trainer["callbacks"] = callbacks
+    return config
+
+
+def retune(src: Path, dst: Path, settings: dict[str, Any]) -> None:
+    """Copy a checkpoint with an evolved learning rate: its hyperparameter, optimiser and schedule."""
+    ckpt = torch.load(src, map_location="cpu", weights_only=True)
+    new = settings.get("model.init_args.lr")
+    hp = ckpt.get("hyper_parameters") or {}
+    if new is not None and "lr" in hp and float(hp["lr"]) != float(new):
+        ratio = float(new) / float(hp["lr"])
+        hp["lr"] = float(new)
+        for state in ckpt.get("optimizer_states", []):
+            for group in state["param_groups"]:
+                for key in ("lr", "initial_lr"):
+                    if key in group:
+                        group[key] *= ratio
+        for sched in ckpt.get("lr_schedulers", []):
+            for key in ("base_lrs", "_last_lr"):
+                if key in sched:
+                    sched[key] = [x * ratio for x in sched[key]]
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(ckpt, dst)
+
+
+def resume_point(run_dir: Path, handed: Any, settings: dict[str, Any]) -> str | None:
+    """What ``--ckpt_path`` to give: another trial's checkpoint handed over by Ray, else ``last``
+    when the run folder holds a checkpoint, else None (a new run)."""
+    folder = run_dir / "checkpoints"
+    own = folder.is_dir() and any(folder.glob("*.ckpt"))
+    if handed is not None:
+        with handed.as_directory() as d:
+            origin = json.loads((Path(d) / "origin.json").read_text())["run_dir"]
+            if origin != str(run_dir) or not own:
+                target = folder / "inherited.ckpt"
+                retune(Path(d) / "last.ckpt", target, settings)
+                return str(target)
+    return "last" if own else None
+
+
+def final_record(module: L.LightningModule, cell_id: str, seed: int, settings: dict[str, Any]) -> dict[str, Any]:
+    """What ``final.json`` keeps: the final evaluation (the agent's and the optimum's on the same
+    games), the single-turn score on as many episodes, the games trained."""
+    h = module.hparams
+    final = module.final_evaluation or {}
+    record: dict[str, Any] = {"cell": cell_id, "seed": seed, "settings": settings}
+    record["games"] = int(module.updates_done) * h.games_per_batch
+    record["summary"] = final.get("summary")
+    record["optimal"] = final.get("optimal")
+    record["final_seed"] = final.get("seed")
+    episodes = max(h.final_eval_games, 1)
+    record["single_turn_score"] = single_turn_score(module, episodes, final.get("seed", h.seed))
+    return record
+
+
+def write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def final_metrics(record: dict[str, Any]) -> dict[str, float]:
+    """The final evaluation as the trial's last result to Ray (its scheduler's metric included)."""
+    s = record.get("summary") or {}
+    out = {"done": 1.0, "final/games": float(record.get("games", 0))}
+    if s:
+        out |= {"eval/mean_score": s["score"]["mean"], "final/mean_score": s["score"]["mean"]}
+        out |= {"final/upper_bonus_rate": s["upper_bonus_rate"], "final/yahtzee_rate": s["yahtzee_rate"]}
+    return out
+
+
+def last_line(path: Path) -> str:
+    lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()] if path.exists() else []
+    return lines[-1] if lines else "no output"
+
+
+def run_trial(config: dict[str, Any]) -> None:
+    """Ray Tune's trainable: one (cell, seed) of a study, as an ordinary ``fit`` in its run folder.
+
+    ``config["trial"]`` names the cell, the seed and the run folder; any other key is a setting the
+    scheduler evolves (``model.init_args.lr``). A trial whose ``final.json`` exists reports it and
+    stops: a finished trial is never trained again, whatever state Ray restored.
+    """
+    from ray import tune
+
+    from ..algorithms.cli import run_cli
+
+    torch.set_num_threads(1)
+    trial = config["trial"]
+    cell, seeds, run_dir = Cell(**trial["cell"]), [int(s) for s in trial["seeds"]], Path(trial["run_dir"])
+    settings = {k: v for k, v in config.items() if k != "trial"}
+    if (run_dir / FINAL).exists():
+        tune.report(final_metrics(json.loads((run_dir / FINAL).read_text())))
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / ERROR).unlink(missing_ok=True)
+    config_path = run_dir / "config.yaml"
+    config_path.write_text(yaml.safe_dump(trial_config(cell, seeds, run_dir, settings), sort_keys=False))
+    ckpt = resume_point(run_dir, tune.get_checkpoint(), settings)
+    args = ["fit", "--config", str(config_path), *(["--ckpt_path", ckpt] if ckpt else [])]
+    with open(run_dir / LOG, "a") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        try:
+            cli = run_cli(args)
+        except SystemExit as e:  # the CLI's one-line usage errors (a setting the module refused)
+            message = last_line(run_dir / LOG) if e.code else "the run exited early"
+            write_atomically(run_dir / ERROR, message + "\n")
+            raise RuntimeError(message) from None
+        except Exception as e:
+            write_atomically(
+                run_dir / ERROR, f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e) else ''}\n"
+            )
+            raise
+    record = final_record(cli.model, cell.id, seeds[0], settings)
+    write_atomically(run_dir / FINAL, json.dumps(record))
+    tune.report(final_metrics(record))
