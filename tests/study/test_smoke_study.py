@@ -1,0 +1,75 @@
+"""The smoke study end to end on a local Ray instance: run, kill in the middle, resume, report."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE = ROOT / "conf" / "study" / "smoke.yaml"
+
+
+def _study(*args: str, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, "-m", "yahtzee_lightning.cli", "study", *args]
+    # A session of its own, so that the kill takes the local Ray instance it started with it.
+    return subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True, text=True, **kwargs)
+
+
+def _caught_in_the_middle(out: Path) -> Path | None:
+    """A run that has saved a checkpoint but not finished, once some others have finished."""
+    finished = list(out.glob("runs/*/*/final.json"))
+    if len(finished) < 2:
+        return None
+    for run in out.glob("runs/*/*"):
+        if list(run.glob("checkpoints/*.ckpt")) and not (run / "final.json").exists():
+            return run
+    return None
+
+
+def test_the_smoke_study_runs_is_killed_resumes_and_reports(tmp_path, default_table):
+    out = tmp_path / "smoke"
+    first = _study("run", str(SMOKE), "--out", str(out), "--cpus", "2", stderr=subprocess.DEVNULL)
+    deadline, caught = time.monotonic() + 150, None
+    while caught is None and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        caught = _caught_in_the_middle(out)
+    assert caught is not None, "the study ended (or hung) before a run could be caught in the middle"
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    finished = {p: p.read_text() for p in out.glob("runs/*/*/final.json")}
+    mtimes = {p: p.stat().st_mtime_ns for p in finished}
+
+    second = _study("run", str(SMOKE), "--out", str(out), "--cpus", "2", stderr=subprocess.PIPE)
+    _, err = second.communicate(timeout=240)
+    assert second.returncode == 0, err[-3000:]
+    # Finished cells were not run again; the one caught in the middle continued from its checkpoint.
+    assert all(p.read_text() == text and p.stat().st_mtime_ns == mtimes[p] for p, text in finished.items())
+    assert "resuming from" in (caught / "fit.log").read_text()
+
+    table = pd.read_csv(out / "results.csv")
+    study, trials = json.loads((out / "study.json").read_text()).values()
+    finals = table[table["stage"] == "final"]
+    assert len(finals) == len(trials) and set(finals["status"]) == {"done"}
+    assert finals["mean_score"].between(0, 1575).all() and finals["regret_per_game"].ge(0).all()
+    evals = table[table["stage"] == "eval"]
+    assert evals.groupby("run_dir")["games"].nunique().eq(2).all()  # two evaluations each, none lost or doubled
+
+    report = _study("report", str(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, err = report.communicate(timeout=120)
+    assert report.returncode == 0, err[-3000:]
+    exhibits = yaml.safe_load(SMOKE.read_text())["exhibits"]
+    manifest = json.loads((out / "report" / "exhibits.json").read_text())
+    assert set(manifest) == set(exhibits)
+    index = (out / "report" / "index.md").read_text()
+    for eid, entry in manifest.items():
+        path = out / "report" / entry["file"]
+        assert path.stem == eid and path.stat().st_size > 0
+        assert entry["points"] > 0, f"{eid} has no data"
+        assert f"## {eid}." in index and (entry["file"] in index or path.suffix == ".md")
