@@ -100,7 +100,7 @@ class Context:
 
 def label_of(labels: dict[str, str]) -> str:
     """``d_h=64, n_layers=2`` for config keys; the value alone for a config file or a named axis (``low``)."""
-    return ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" if "." in k else v for k, v in labels.items())
+    return ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" if "." in k else v for k, v in labels.items()) or "base"
 
 
 def mean_ci(values: pd.Series | np.ndarray) -> tuple[float, float]:

@@ -6,7 +6,8 @@ varies its ``axes`` (the product of their values) around the base. An axis is an
 (``model.init_args.d_h: [64, 128]``; ``config``: whole config files), or a name whose values are
 labelled sets of keys set together (``entropy: {low: {model.init_args.beta_roll_max: 0.005, ...}}``).
 The layers apply in this order: base, ``set``, the ablation's ``set``, the profile's ``set``, the
-axis values; a profile's ``axes`` replace those axes' values (a small budget, small networks).
+axis values; a profile's ``base`` replaces the study's (not an ablation's own), and its ``axes``
+replace those axes' values (a small budget, small networks). An ablation without axes is one cell.
 
 Every axis value and every cell is parsed by the same parser as ``fit`` (LightningCLI), so an
 unknown key or a value of the wrong type ends the command in one line naming the file and key.
@@ -41,7 +42,7 @@ SCHEDULERS = ("asha", "pbt")
 SEEDS_AS = ("auto", "runs", "members")
 TOP_KEYS = {"name", "description", "base", "seeds", "set", "profiles", "ablations", "exhibits", "seeds_as"}
 ABLATION_KEYS = {"base", "set", "seeds", "axes", "scheduler"}
-PROFILE_KEYS = {"set", "seeds", "axes"}
+PROFILE_KEYS = {"base", "set", "seeds", "axes"}
 SCHEDULER_KEYS = {"name", "metric", "mode", "grace_period", "reduction_factor", "perturbation_interval", "mutations"}
 
 
@@ -309,16 +310,15 @@ def load_study(path: str | Path, profile: str | None = None) -> Study:
     for name, ab_raw in ablations_raw.items():
         key = f"ablations.{name}"
         ab_raw = reader.mapping(ab_raw, key, ABLATION_KEYS)
-        base_key = f"{key}.base" if "base" in ab_raw else "base"
-        if ab_raw.get("base", raw.get("base")) is None:
+        base_key = f"{key}.base" if "base" in ab_raw else f"profiles.{profile}.base" if "base" in prof else "base"
+        base_file = ab_raw.get("base", prof.get("base", raw.get("base")))
+        if base_file is None:
             reader.fail("base", "name the base config (a fit YAML), for the study or for each ablation")
-        base = reader.config_file(ab_raw.get("base", raw.get("base")), base_key)
+        base = reader.config_file(base_file, base_key)
         ab_seeds = reader.seeds(ab_raw["seeds"], f"{key}.seeds") if "seeds" in ab_raw else seeds
         fixed = {**study_set, **reader.mapping(ab_raw.get("set"), f"{key}.set"), **profile_set}
         reader.check(base, fixed, f"{key} (base {base.name} with set)")
-        axes = reader.axes(ab_raw.get("axes"), f"{key}.axes")
-        if not axes:
-            reader.fail(f"{key}.axes", "name at least one axis")
+        axes = reader.axes(ab_raw.get("axes"), f"{key}.axes")  # none: the base alone, one cell
         axes |= {k: v for k, v in profile_axes.items() if k in axes}
         for axis, values in axes.items():  # each value alone first: an error names its axis and value
             for label, sets in values:
