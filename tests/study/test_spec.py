@@ -35,7 +35,8 @@ def _write(tmp_path: Path, name: str = "s", **changes) -> Path:
 @pytest.mark.parametrize("profile", ["smoke", "cpu", "full"])
 def test_the_paper_study_expands_for_each_profile(profile):
     study = load_study(ROOT / "conf" / "study" / "paper.yaml", profile)
-    assert {"algorithm", "representation", "architecture", "layer_norm", "entropy", "gae_lambda"} <= set(study.ablations)
+    ablations = {"algorithm", "representation", "architecture", "layer_norm", "entropy", "gae_lambda", "single_turn"}
+    assert ablations <= set(study.ablations)
     assert len(study.exhibits) == 23
     algorithms = {study.cells[c].algorithm for c, _ in study.ablations["algorithm"].cells}
     assert algorithms == {"Reinforce", "A2C", "PPO"}
@@ -57,14 +58,18 @@ def test_cells_shared_by_ablations_run_once(tmp_path):
     assert len(plan_trials(study)) == 6  # 3 cells x 2 seeds, the shared cell once
 
 
+def _axes(axes: dict) -> dict:
+    return {"ablations": {"w": {"axes": axes}}}
+
+
 @pytest.mark.parametrize(
     ("changes", "key", "problem"),
     [
-        ({"ablations": {"w": {"axes": {"model.init_args.d_hh": [8]}}}}, "ablations.w.axes.model.init_args.d_hh", "d_hh"),
-        ({"ablations": {"w": {"axes": {"model.init_args.d_h": []}}}}, "ablations.w.axes.model.init_args.d_h", "empty"),
-        ({"ablations": {"w": {"axes": {"model.init_args.d_h": ["wide"]}}}}, "model.init_args.d_h", "int"),
-        ({"ablations": {"w": {"axes": {"model.class_path": ["nowhere.Algo"]}}}}, "model.class_path", "nowhere"),
-        ({"ablations": {"w": {"axes": {"entropy": {"low": {"model.init_args.beta_rol": 0.1}}}}}}, "entropy.low", "beta_rol"),
+        (_axes({"model.init_args.d_hh": [8]}), "ablations.w.axes.model.init_args.d_hh", "d_hh"),
+        (_axes({"model.init_args.d_h": []}), "ablations.w.axes.model.init_args.d_h", "empty"),
+        (_axes({"model.init_args.d_h": ["wide"]}), "model.init_args.d_h", "int"),
+        (_axes({"model.class_path": ["nowhere.Algo"]}), "model.class_path", "nowhere"),
+        (_axes({"entropy": {"low": {"model.init_args.beta_rol": 0.1}}}), "ablations.w.axes.entropy.low", "beta_rol"),
         ({"ablations": {"w": {"axis": {"model.init_args.d_h": [8]}}}}, "ablations.w.axis", "unknown key"),
         ({"seeds": [0, "one"]}, "seeds", "integers"),
         ({"exhibits": {"F99": "width"}}, "exhibits.F99", "unknown exhibit"),
