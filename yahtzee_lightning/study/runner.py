@@ -118,8 +118,16 @@ def _scheduler(spec: dict[str, Any] | None, max_t: int) -> Any:
 
     mutations = {k: tune.loguniform(lo, hi) for k, (lo, hi) in spec["mutations"].items()}
     interval = spec.get("perturbation_interval", 2)
+    # Asynchronous: a member due for a perturbation is compared with the others' latest results. (The
+    # synchronous variant pauses members at a barrier; with a population larger than the CPUs, a member
+    # resumed at the barrier re-reports its evaluation there and is paused again, without end.)
     return PopulationBasedTraining(
-        metric=metric, mode=mode, perturbation_interval=interval, hyperparam_mutations=mutations, quantile_fraction=0.25
+        time_attr="training_iteration",
+        metric=metric,
+        mode=mode,
+        perturbation_interval=interval,
+        hyperparam_mutations=mutations,
+        quantile_fraction=0.25,
     )
 
 
@@ -158,17 +166,17 @@ def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus
 
     path = out / "ray" / name
     scheduler_spec = study.ablations[name].scheduler if name != POOL else None
-    trainable = tune.with_resources(run_trial, {"cpu": 1})
+    payloads = {
+        t.name: {"cell": asdict(study.cells[t.cell]), "seeds": t.seeds, "run_dir": str((out / t.run_dir).resolve())}
+        for t in trials
+    }
+    trainable = tune.with_resources(tune.with_parameters(run_trial, trials=payloads), {"cpu": 1})
     callbacks = [ProgressCallback()]
     if tune.Tuner.can_restore(str(path)):
         print(f"resuming experiment {name} from {path}", file=sys.stderr)
         tuner = tune.Tuner.restore(str(path), trainable, resume_unfinished=True, resume_errored=True)
     else:
-        payloads = [
-            {"cell": asdict(study.cells[t.cell]), "seeds": t.seeds, "run_dir": str((out / t.run_dir).resolve())}
-            for t in trials
-        ]
-        space: dict[str, Any] = {"trial": tune.grid_search(payloads)}
+        space: dict[str, Any] = {"trial": tune.grid_search(list(payloads.values()))}
         if scheduler_spec and scheduler_spec["name"] == "pbt":
             space |= {k: tune.loguniform(lo, hi) for k, (lo, hi) in scheduler_spec["mutations"].items()}
         max_t = max(study.cells[t.cell].evaluations for t in trials) + 1
@@ -178,7 +186,9 @@ def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus
             tune_config=tune.TuneConfig(
                 scheduler=_scheduler(scheduler_spec, max_t),
                 max_concurrent_trials=cpus,
-                reuse_actors=True,  # a worker imports torch and Lightning once, not once per trial
+                # A worker imports torch and Lightning once, not once per trial; not under a scheduler,
+                # which pauses trials (a paused trial's thread may outlive Ray's wait for it).
+                reuse_actors=scheduler_spec is None,
                 trial_name_creator=_trial_name,
                 trial_dirname_creator=_trial_name,
             ),
@@ -188,7 +198,8 @@ def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus
                 verbose=0,
                 callbacks=callbacks,
                 failure_config=tune.FailureConfig(max_failures=0),
-                checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+                # PBT copies checkpoints between members: keep them all (they are small) rather than delete one in use.
+                checkpoint_config=tune.CheckpointConfig(num_to_keep=None if scheduler_spec else 2),
             ),
         )
     tuner.fit()
@@ -232,6 +243,6 @@ def _trial_labels(study: Study) -> dict[str, str]:
         for ab in study.ablations.values():
             for cell_id, cell_labels in ab.cells:
                 if cell_id == trial.cell:
-                    text = ", ".join(f"{k}={v}" for k, v in cell_labels.items())
+                    text = ", ".join(f"{k}={v}" for k, v in cell_labels.items()) or "base"
                     labels.setdefault(trial.name, f"({ab.name}: {text})")
     return labels

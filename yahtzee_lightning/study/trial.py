@@ -194,19 +194,22 @@ def last_line(path: Path) -> str:
     return lines[-1] if lines else "no output"
 
 
-def run_trial(config: dict[str, Any]) -> None:
+def run_trial(config: dict[str, Any], trials: dict[str, dict[str, Any]] | None = None) -> None:
     """Ray Tune's trainable: one (cell, seed) of a study, as an ordinary ``fit`` in its run folder.
 
-    ``config["trial"]`` names the cell, the seed and the run folder; any other key is a setting the
-    scheduler evolves (``model.init_args.lr``). A trial whose ``final.json`` exists reports it and
-    stops: a finished trial is never trained again, whatever state Ray restored.
+    ``trials`` (by trial name) or ``config["trial"]`` name the cell, the seeds and the run folder;
+    any other key is a setting the scheduler evolves (``model.init_args.lr``). The name wins: a
+    population-based scheduler copies a strong member's whole config, its ``trial`` entry included,
+    into a weak one. A trial whose ``final.json`` exists reports it and stops: a finished trial is
+    never trained again, whatever state Ray restored.
     """
     from ray import tune
 
     from ..algorithms.cli import run_cli
 
     torch.set_num_threads(1)
-    trial = config["trial"]
+    name = tune.get_context().get_trial_name()
+    trial = trials[name] if trials and name in trials else config["trial"]
     cell, seeds, run_dir = Cell(**trial["cell"]), [int(s) for s in trial["seeds"]], Path(trial["run_dir"])
     settings = {k: v for k, v in config.items() if k != "trial"}
     if (run_dir / FINAL).exists():
@@ -221,8 +224,10 @@ def run_trial(config: dict[str, Any]) -> None:
     with open(run_dir / LOG, "a") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         try:
             cli = run_cli(args)
-        except SystemExit as e:  # the CLI's one-line usage errors (a setting the module refused)
-            message = last_line(run_dir / LOG) if e.code else "the run exited early"
+        except SystemExit as e:
+            if not e.code:  # Ray stopping the trial (a scheduler's pause or stop): not a failure
+                raise
+            message = f"{last_line(run_dir / LOG)} (exit {e.code!r})"  # the CLI's one-line usage error
             write_atomically(run_dir / ERROR, message + "\n")
             raise RuntimeError(message) from None
         except Exception as e:
