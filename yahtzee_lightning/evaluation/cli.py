@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from ..cli import plain
+from ..cli import check_seed, plain
 
 if TYPE_CHECKING:  # torch loads after parsing, so that --help answers at once
     from ..game import Rules
@@ -58,12 +58,6 @@ def device_from_args(device: str, parser: argparse.ArgumentParser) -> str:
     if dev.type == "mps" and not torch.backends.mps.is_available():
         parser.error(f"--device {device}: MPS is not available on this machine")
     return device
-
-
-def check_seed(seed: int, parser: argparse.ArgumentParser) -> None:
-    """Seeds are offset per game and per rank: keep them well inside torch's 64-bit range."""
-    if not 0 <= seed < 2**32:
-        parser.error(f"--seed must be in 0..2**32-1, got {seed}")
 
 
 def player_rules(player: Player, name: str, args: argparse.Namespace, parser: argparse.ArgumentParser) -> Rules:
