@@ -10,13 +10,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..resolve import load_agent, player_factory
+
 
 class Evaluation:
     """The learner as a player, its opponents, the interval evaluations and the final one."""
 
     def opponent(self) -> Any:
-        """The N-player opponent: a player name or agent folder, or ``self`` (the learner, live)."""
-        return self.player(greedy=False) if self.hparams.opponent == "self" else self.hparams.opponent
+        """The N-player env's opponents: ``self`` (the learner, live), else a factory of the named
+        player or agent folder (a fresh one per seat)."""
+        if self.hparams.opponent == "self":
+            return self.player(greedy=False)
+        return player_factory(self.hparams.opponent, self.rules, self.device)
 
     def eval_opponent(self) -> Any:
         """Whom evaluations play: ``eval_opponent``, else the training opponent (``optimal`` in self-play)."""
@@ -41,6 +46,7 @@ class Evaluation:
                 self.rules,
                 h.n_players,
                 device=self.device,
+                load=load_agent,
             )
             metrics = {"eval/mean_score": r["player_score"]["mean"], "eval/win_rate": r["win"]["rate"]}
         else:
@@ -74,7 +80,14 @@ class Evaluation:
             from ..evaluation.match import format_match, play_matches
 
             self.final_evaluation = play_matches(
-                self.player(), self.eval_opponent(), games, seed, self.rules, h.n_players, device=self.device
+                self.player(),
+                self.eval_opponent(),
+                games,
+                seed,
+                self.rules,
+                h.n_players,
+                device=self.device,
+                load=load_agent,
             )
             print(format_match(self.final_evaluation))
         else:

@@ -122,12 +122,12 @@ def main(argv: list[str] | None = None) -> int:
     from ..env.features import sees_opponents
     from ..hub.agent import hub_errors
     from ..hub.cli import hub_failure
-    from ..players import make_player
+    from ..resolve import resolve_player
 
     try:  # an unknown name, a broken agent folder or an unreachable hub is a usage error, not a traceback
-        player = make_player(args.agent, rules=rules, device=args.device)
+        player = resolve_player(args.agent, rules=rules, device=args.device)
         rules = player_rules(player, args.agent, args, parser)  # a trained agent: its own rules
-        opponent = make_player(args.opponent, rules=rules, device=args.device) if args.players >= 2 else None
+        opponent = resolve_player(args.opponent, rules=rules, device=args.device) if args.players >= 2 else None
     except ValueError as e:
         parser.error(str(e))
     except hub_errors() as e:
