@@ -26,7 +26,7 @@ PLAYERS: dict[str, Callable[..., Player]] = {
 
 
 def make_player(
-    name: str,
+    name_or_path: str,
     rules: Rules | None = None,
     device: torch.device | str = "cpu",
     load: Callable[[str, torch.device | str], Player] | None = None,
@@ -39,16 +39,16 @@ def make_player(
     of a match (:class:`EndgamePlayer`).
     """
     rules = rules or Rules()
-    if name.startswith(ENDGAME_PREFIX):
-        return EndgamePlayer(make_player(name.removeprefix(ENDGAME_PREFIX), rules, device, load))
-    if name in PLAYERS:
-        return PLAYERS[name](rules=rules, device=device)
+    if name_or_path.startswith(ENDGAME_PREFIX):
+        return EndgamePlayer(make_player(name_or_path.removeprefix(ENDGAME_PREFIX), rules, device, load))
+    if name_or_path in PLAYERS:
+        return PLAYERS[name_or_path](rules=rules, device=device)
     if load is None:
         raise ValueError(
-            f"unknown player {name!r}: not one of {sorted(PLAYERS)} "
+            f"unknown player {name_or_path!r}: not one of {sorted(PLAYERS)} "
             "(agent folders and hub ids: yahtzee_lightning.resolve.resolve_player)"
         )
-    return load(name, device)
+    return load(name_or_path, device)
 
 
 __all__ = [
