@@ -73,3 +73,34 @@ def test_the_smoke_study_runs_is_killed_resumes_and_reports(tmp_path, default_ta
         assert path.stem == eid and path.stat().st_size > 0
         assert entry["points"] > 0, f"{eid} has no data"
         assert f"## {eid}." in index and (entry["file"] in index or path.suffix == ".md")
+
+
+def test_a_failed_cell_is_reported_and_the_others_run_also_under_asha(tmp_path, default_table):
+    tiny = yaml.safe_load(SMOKE.read_text())["profiles"]["smoke"]["set"]
+    study = {
+        "name": "failing",
+        "base": str(ROOT / "conf" / "a2c_cpu.yaml"),
+        "seeds": [0],
+        "profiles": {"smoke": {"set": {**tiny, "model.init_args.evaluations": 3}}},
+        "ablations": {
+            "lr": {"axes": {"model.init_args.lr": [0.002, -1.0]}},  # -1 parses, and the module refuses it
+            "asha": {"seeds": [0, 1], "scheduler": {"name": "asha", "grace_period": 1}},
+        },
+        "exhibits": {"F2": "all", "T1": "all"},
+    }
+    path = tmp_path / "failing.yaml"
+    path.write_text(yaml.safe_dump(study))
+    out = tmp_path / "out"
+    run = _study(
+        "run", str(path), "--out", str(out), "--cpus", "2", "--report", stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    stdout, err = run.communicate(timeout=240)
+    assert run.returncode == 1, err[-3000:]
+    members = pd.read_csv(out / "results.csv").drop_duplicates(["run_dir", "seed"]).set_index("run_dir")
+    bad = members[members["status"] == "failed"]
+    assert len(bad) == 1 and "lr must be > 0" in bad["error"].iloc[0]
+    assert "lr must be > 0" in err and "failed:" in err
+    assert (members["status"] == "done").sum() >= 2  # the good cell, and ASHA's survivors
+    assert (members.loc[members.index.str.startswith("runs/asha/"), "status"] != "failed").all()
+    index = (out / "report" / "index.md").read_text()
+    assert "failed" in index and "lr must be > 0" in index

@@ -2,10 +2,10 @@
 
 ``stage`` ``eval`` rows are the evaluation history (every interval: games trained, mean score,
 upper-bonus and Yahtzee rates, regret per game, single-turn score, head entropies, explained
-variance); the ``final`` row is the final evaluation (mean, SD, SE, median, rates, regret per
-game, decision and box, P(score >= n), per box: mean score, share as the first box filled,
-median turn filled). ``status`` says how the member ended: done, failed (with its ``error``),
-unfinished, or pending.
+variance); every member has one ``final`` row, with its ``status`` (done, failed with its
+``error``, unfinished, or pending) and, when done, the final evaluation (mean, SD, SE, median,
+rates, regret per game, decision and box, P(score >= n), per box: mean score, share as the first
+box filled, median turn filled).
 """
 
 from __future__ import annotations
@@ -122,6 +122,8 @@ def collect(out: str | Path) -> pd.DataFrame:
         for member, seed in enumerate(t.seeds):
             evals = [_eval_columns(h) for h in history if h.get("member", member) == member]
             rows += [{**ident, "seed": seed, "stage": "eval", **e} for e in evals]
+        if record is None:  # a member without a final evaluation: one row that says why
+            rows += [{**ident, "seed": seed, "stage": "final"} for seed in t.seeds]
         for seed, rec in _member_records(record, t.seeds) if record else []:
             last = [_eval_columns(h) for h in history][-1:] or [{}]
             carried = {k: last[0].get(k, math.nan) for k in ("entropy_roll", "entropy_score", "explained_variance")}

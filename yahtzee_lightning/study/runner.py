@@ -228,9 +228,10 @@ def run_study(
     for experiment in dict.fromkeys(t.experiment for t in trials):
         run_experiment(experiment, [t for t in trials if t.experiment == experiment], study, out, cpus)
     table = write_table(out)
-    finals = table[table["stage"] == "final"]
-    failed = sorted(set(table.loc[table["status"] == "failed", "run_dir"]))
-    print(f"{len(finals)} of {len(trials)} trials finished; results: {out / 'results.csv'}", file=sys.stderr)
+    members = table[table["stage"] == "final"]
+    failed = sorted(set(members.loc[members["status"] == "failed", "run_dir"]))
+    counts = ", ".join(f"{n} {status}" for status, n in members["status"].value_counts().items())
+    print(f"members: {counts}; results: {out / 'results.csv'}", file=sys.stderr)
     for run_dir in failed:
         print(f"failed: {run_dir}: {(out / run_dir / 'error.txt').read_text().strip()}", file=sys.stderr)
     return 1 if failed else 0

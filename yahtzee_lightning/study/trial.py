@@ -227,7 +227,8 @@ def run_trial(config: dict[str, Any], trials: dict[str, dict[str, Any]] | None =
         except SystemExit as e:
             if not e.code:  # Ray stopping the trial (a scheduler's pause or stop): not a failure
                 raise
-            message = f"{last_line(run_dir / LOG)} (exit {e.code!r})"  # the CLI's one-line usage error
+            log.flush()
+            message = last_line(run_dir / LOG)  # the CLI's one-line usage error (a setting the module refused)
             write_atomically(run_dir / ERROR, message + "\n")
             raise RuntimeError(message) from None
         except Exception as e:
