@@ -227,6 +227,8 @@ def draw_bars(metrics: tuple[tuple[str, str], ...]) -> Callable[[Context, list[s
             y = np.arange(len(series))
             ax.barh(y, [m for m, _ in stats], xerr=[h for _, h in stats], capsize=3, color="tab:blue", alpha=0.8)
             reference_lines(ax, ctx, metric, horizontal=False)
+            if metric.endswith("_rate"):
+                ax.set_xlim(0, 1)
             ax.set_yticks(y, [s.label for s in series] if i == 0 else [""] * len(series), fontsize=8)
             ax.invert_yaxis()
             ax.set_xlabel(xlabel)
@@ -296,7 +298,14 @@ def _reference_columns(ctx: Context) -> list[tuple[str, dict[str, Any]]]:
     return [("optimal", ref["optimal"]), ("greedy", ref["greedy"])] if ref else []
 
 
-def draw_agent_bars(column: str, boxes: tuple[str, ...], ylabel: str, extra: str | None = None, turn: bool = False):
+def draw_agent_bars(
+    column: str,
+    boxes: tuple[str, ...],
+    ylabel: str,
+    extra: str | None = None,
+    turn: bool = False,
+    limits: tuple[float, float] | None = None,
+):
     """Grouped bars per box: each agent (mean over seeds, 95 % error bars) beside the optimal and greedy players."""
 
     def reference_value(summary: dict[str, Any], box: str) -> float:
@@ -327,8 +336,8 @@ def draw_agent_bars(column: str, boxes: tuple[str, ...], ylabel: str, extra: str
             ax.bar(x, heights, width, yerr=err, capsize=2, label=name, hatch="//" if name == "greedy" else None)
         ax.set_xticks(np.arange(len(labels)) + width * (len(cols) - 1) / 2, labels, rotation=30, ha="right")
         ax.set_ylabel(ylabel)
-        if turn:
-            ax.set_ylim(0, 13.5)
+        if limits:  # a share or a turn: the error bars are cut where the quantity ends
+            ax.set_ylim(*limits)
         ax.legend(fontsize=7)
         ax.grid(axis="y", alpha=0.3)
         _save(fig, path)
@@ -451,7 +460,7 @@ def table_summary(ctx: Context, ablations: list[str], path: Path) -> int:
         f, cell = s.finals, ctx.study.cells[s.cell]
         rows.append(
             [
-                f"{s.label} ({s.ablation}: {label_of_cell(ctx, s)})",
+                f"{s.label} ({label_of_cell(ctx, s)})",
                 f"{cell.total_games:,}",
                 _pm(f["mean_score"]),
                 _pm(f["sd"]),
@@ -551,10 +560,12 @@ EXHIBITS: dict[str, Exhibit] = {
     "P2": Exhibit(
         "Lower section: mean points per lower box", draw_agent_bars("box_mean", LOWER, "mean points per game")
     ),
-    "P3": Exhibit("First category filled", draw_agent_bars("first_box", BOX_NAMES, "share of games filled first")),
+    "P3": Exhibit(
+        "First category filled", draw_agent_bars("first_box", BOX_NAMES, "share of games filled first", limits=(0, 1))
+    ),
     "P4": Exhibit(
         "Median turn at which key categories are filled",
-        draw_agent_bars("fill_turn", KEY_BOXES, "median turn filled (1-13)", turn=True),
+        draw_agent_bars("fill_turn", KEY_BOXES, "median turn filled (1-13)", turn=True, limits=(0, 13.5)),
     ),
     "B1": Exhibit("Population-based training against fixed settings: learning curves", draw_population),
     "B2": Exhibit("Population-based training against fixed settings: final scores", table_population, "md"),
