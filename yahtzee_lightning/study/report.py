@@ -95,6 +95,9 @@ class Context:
             f"{values('evaluations')} evaluations of {values('eval_games')} games",
             f"final evaluation {values('final_eval_games')} games",
         ]
+        if self.reference:
+            games = self.reference["key"]["games"]
+            parts.append(f"optimal and greedy players on the {games:,} games of a member's final evaluation")
         return ("; ".join(parts) + ". " + what).strip()
 
 
