@@ -148,3 +148,16 @@ def test_the_frontier_and_the_confidence_interval():
     mean, half = mean_ci([1.0, 3.0])
     assert mean == 2.0 and half == pytest.approx(1.96 * 2**0.5 / 2**0.5)
     assert mean_ci([4.0]) == (4.0, 0.0)
+
+
+def test_the_ensemble_seam_makes_a_cells_seeds_members_of_one_trial(tmp_path):
+    study = load_study(_write(tmp_path))
+    assert [t.seeds for t in plan_trials(study)] == [[0], [1], [0], [1]]  # no ensemble argument: runs
+    for cell in study.cells.values():
+        cell.accepts_ensemble = True
+    trials = plan_trials(study)
+    assert [t.seeds for t in trials] == [[0, 1], [0, 1]] and trials[0].run_dir.endswith("seed0-1")
+    config = trial_config(study.cells[trials[0].cell], trials[0].seeds, tmp_path, {})
+    assert config["model"]["init_args"]["ensemble"] == [{"seed": 0}, {"seed": 1}]
+    study.seeds_as = "runs"
+    assert len(plan_trials(study)) == 4

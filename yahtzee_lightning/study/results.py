@@ -120,7 +120,7 @@ def collect(out: str | Path) -> pd.DataFrame:
             "error": error,
         }
         for member, seed in enumerate(t.seeds):
-            evals = [_eval_columns(h) for h in history if h.get("member", member) == member]
+            evals = [_eval_columns(h) for h in history if h.get("member", 0) == member]
             rows += [{**ident, "seed": seed, "stage": "eval", **e} for e in evals]
         if record is None:  # a member without a final evaluation: one row that says why
             rows += [{**ident, "seed": seed, "stage": "final"} for seed in t.seeds]

@@ -33,8 +33,11 @@ def seeds_per_trial(study: Study, cell: Cell, seeds: list[int]) -> list[list[int
 
     Without the ensemble every seed is a run of its own (a trial each). Where the model class takes
     an ``ensemble`` argument (``seeds_as: auto``, the default, or ``members``), a cell's seeds
-    become the members of one trial; :func:`.trial.trial_config` then sets ``ensemble`` to the
-    members' seeds and :mod:`.results` reads the members' results by index.
+    become the members of one trial. What the other side is expected to provide:
+    :func:`.trial.trial_config` sets ``ensemble`` to a list of per-member overrides
+    (``[{"seed": 0}, {"seed": 1}]``); :func:`.trial.final_record` reads ``final_evaluation`` as a
+    list by member index; :mod:`.results` gives a history line to the member its ``member`` key
+    names (member 0 without one). ``seeds_as: runs`` keeps one trial per seed regardless.
     """
     if study.seeds_as == "runs" or (study.seeds_as == "auto" and not cell.accepts_ensemble):
         return [[s] for s in seeds]

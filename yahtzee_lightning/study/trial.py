@@ -164,6 +164,9 @@ def final_record(module: L.LightningModule, cell_id: str, seed: int, settings: d
     h = module.hparams
     final = module.final_evaluation or {}
     record: dict[str, Any] = {"cell": cell_id, "seed": seed, "settings": settings}
+    if isinstance(final, list):  # the ensemble seam: one final evaluation per member, by index
+        record["members"] = [{"summary": m.get("summary"), "optimal": m.get("optimal")} for m in final]
+        final = final[0] if final else {}
     record["games"] = int(module.updates_done) * h.games_per_batch
     record["summary"] = final.get("summary")
     record["optimal"] = final.get("optimal")
