@@ -102,7 +102,11 @@ def init_ray(address: str | None, cpus: int | None) -> int:
     if not ray.is_initialized():
         kwargs: dict[str, Any] = {"runtime_env": {"env_vars": env}, "log_to_driver": False, "configure_logging": False}
         if address:
-            ray.init(address=address, **kwargs)
+            try:
+                ray.init(address=address, **kwargs)
+            except (ConnectionError, RuntimeError) as e:  # unreachable, or refused (Ray's token authentication)
+                last = ([line for line in str(e).splitlines() if line.strip()] or [str(e)])[-1]
+                raise StudyError(f"--address {address}: cannot join the Ray cluster: {last}") from e
         else:
             ray.init(num_cpus=cpus or os.cpu_count() or 1, include_dashboard=False, **kwargs)
     return int(ray.cluster_resources().get("CPU", 1))
