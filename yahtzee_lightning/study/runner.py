@@ -1,7 +1,7 @@
 """Run a study's cells as trials on Ray Tune: a local Ray instance sized to the cores, or a cluster.
 
-The ablations without a scheduler share one experiment (``OUT/ray/cells``); an ablation with a
-scheduler (ASHA, PBT) is an experiment of its own, its trials in their own run folders (their
+The ablations without a scheduler share one experiment (``OUT/ray/cells-HASH``); an ablation
+with a scheduler (ASHA, PBT) is an experiment of its own, its trials in their own run folders (their
 settings evolve). One trial per (cell, seed), one CPU each; a trial is
 :func:`.trial.run_trial`. A killed study resumes: Ray restores each experiment (finished trials
 stay finished, unfinished ones restart from their last checkpoint), and a trial whose run folder
@@ -10,6 +10,7 @@ holds its final evaluation is never trained again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -108,7 +109,8 @@ def init_ray(address: str | None, cpus: int | None) -> int:
                 last = ([line for line in str(e).splitlines() if line.strip()] or [str(e)])[-1]
                 raise StudyError(f"--address {address}: cannot join the Ray cluster: {last}") from e
         else:
-            ray.init(num_cpus=cpus or os.cpu_count() or 1, include_dashboard=False, **kwargs)
+            # "local": a new instance, also where `ray start` left a cluster running on this machine
+            ray.init(address="local", num_cpus=cpus or os.cpu_count() or 1, include_dashboard=False, **kwargs)
     return int(ray.cluster_resources().get("CPU", 1))
 
 
@@ -171,7 +173,12 @@ def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus
     """One Ray Tune experiment over ``trials``, restored if an earlier run of it was interrupted."""
     from .trial import run_trial
 
-    path = out / "ray" / name
+    # Named for its trials too: a study file that gained cells starts a new experiment (its finished
+    # trials report their final.json at once, its unfinished ones resume from their run folders)
+    # rather than restoring one that lacks them.
+    digest = hashlib.sha1(" ".join(sorted(t.name for t in trials)).encode()).hexdigest()[:8]
+    experiment = f"{name}-{digest}"
+    path = out / "ray" / experiment
     scheduler_spec = study.ablations[name].scheduler if name != POOL else None
     payloads = {
         t.name: {"cell": asdict(study.cells[t.cell]), "seeds": t.seeds, "run_dir": str((out / t.run_dir).resolve())}
@@ -200,7 +207,7 @@ def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus
                 trial_dirname_creator=_trial_name,
             ),
             run_config=tune.RunConfig(
-                name=name,
+                name=experiment,
                 storage_path=str((out / "ray").resolve()),
                 verbose=0,
                 callbacks=callbacks,
