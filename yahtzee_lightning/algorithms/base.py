@@ -35,6 +35,7 @@ from ..metrics import action_counts, approx_kl, explained_variance, mask_diversi
 from ..nn import LOG_PROB, VALUE, PolicyModule, PolicyValueNet, distribution, eval_mode, transfer_weights
 from ..schedules import anneal, lr_factor
 from ..solver import TurnOracle, choice_regret, load_or_solve
+from .ensemble import Ensemble
 
 
 class _Updates(IterableDataset):
@@ -95,7 +96,7 @@ def read_stats(stats: dict[str, torch.Tensor | float]) -> dict[str, float]:
     return {k: read[k] if k in read else float(v) for k, v in stats.items()}
 
 
-class OnPolicyAlgorithm(L.LightningModule):
+class OnPolicyAlgorithm(Ensemble, L.LightningModule):
     """Base of REINFORCE, A2C and PPO; hyperparameters: docs/hyperparameters.md.
 
     Task: ``task`` (full_game or single_turn), ``start_card`` (single turn: empty or random),
@@ -120,6 +121,7 @@ class OnPolicyAlgorithm(L.LightningModule):
     with ``reward`` (win, margin, fixed_target, moving_target, score); use features that see the
     opponents (the ``two_player`` preset). ``eval_opponent``: whom the evaluations play (default:
     the training opponent; in self-play, where that would always be about half, ``optimal``).
+    ``ensemble``: K members trained at once, each with its own seed and settings (:mod:`.ensemble`).
     """
 
     def __init__(
@@ -169,6 +171,7 @@ class OnPolicyAlgorithm(L.LightningModule):
         value_lr_scale: float = 1.0,
         diagnose_games: int = 16,
         seed: int = 0,
+        ensemble: int | list[dict[str, Any]] | dict[str, list[Any]] | None = None,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -178,6 +181,7 @@ class OnPolicyAlgorithm(L.LightningModule):
         self.net = self.build_network()
         if init_from:
             self._load_network(init_from)
+        self.build_ensemble()
         self.register_buffer("updates_done", torch.zeros((), dtype=torch.int64))
         self._players: _Players | None = None  # env and policy of collection, built on first use
         self.last_batch: TensorDictBase | None = None  # the preallocated rollout, refilled every update
@@ -253,6 +257,7 @@ class OnPolicyAlgorithm(L.LightningModule):
             "devices": self.world_size,
             "accelerator": self.device.type,
         }
+        self.save_members(checkpoint)
 
     # ------------------------------------------------------------------ budget
     @property
@@ -346,6 +351,8 @@ class OnPolicyAlgorithm(L.LightningModule):
             self.trainer.fit_loop.max_epochs = budget if asked in (None, -1, 1000) else min(asked, budget)
 
     def configure_optimizers(self) -> Any:
+        if self.in_ensemble():
+            return self.ensemble_configure_optimizers(self.configure_optimizers)
         # foreach: one kernel per operation over all parameters rather than one per parameter
         # (the same arithmetic; torch only picks it by default on CUDA).
         h = self.hparams
@@ -400,6 +407,8 @@ class OnPolicyAlgorithm(L.LightningModule):
         which reads ``done`` back to the host: here every game lasts exactly ``steps`` steps, so
         none ends before the batch does.
         """
+        if self.in_ensemble():
+            return self.ensemble_collect(self.collect)
         if self._players is None:
             h = self.hparams
             # Seeded per rank, and per resume point so a resumed run does not replay its first games.
@@ -565,6 +574,8 @@ class OnPolicyAlgorithm(L.LightningModule):
 
     def learn(self, batch: TensorDictBase) -> None:
         """The update on a freshly collected batch, its schedules and its metrics."""
+        if self.in_ensemble():
+            return self.ensemble_learn(self.learn, batch)
         beta_roll, beta_score = self.entropy_coefs()
         coefs = {"beta_roll": beta_roll, "beta_score": beta_score, "gamma": self.gamma()}
         stats = self.diagnose(batch) | self.update(batch, coefs)
@@ -609,6 +620,8 @@ class OnPolicyAlgorithm(L.LightningModule):
         return AgentPlayer(self.net, greedy=greedy, name=type(self).__name__.lower())
 
     def validation_step(self, batch: Any, batch_idx: int) -> None:
+        if self.in_ensemble():
+            return self.ensemble_validate(self.validation_step, batch, batch_idx)
         h = self.hparams
         if h.n_players >= 2:
             from ..evaluation.match import play_matches
@@ -646,6 +659,8 @@ class OnPolicyAlgorithm(L.LightningModule):
         self.log("eval_score", metrics["eval/mean_score"], prog_bar=True, logger=False, sync_dist=True, batch_size=1)
 
     def on_train_end(self) -> None:
+        if self.in_ensemble():
+            return self.ensemble_final_evaluation(self.on_train_end)
         h = self.hparams
         if h.final_eval_games <= 0 or self.global_rank != 0:
             return

@@ -1,0 +1,101 @@
+"""Ensembles: K members in one process learn exactly as K single runs would, each on its own."""
+
+import lightning as L
+import pytest
+import torch
+
+from yahtzee_lightning.algorithms import A2C, PPO, AnchoredPPO, Distill, Reinforce
+
+# Five boxes (15 steps a game, solved in a blink) and a tiny network: every update is milliseconds.
+TINY = {
+    "joker": "forced",
+    "boxes": [0, 5, 8, 11, 12],
+    "d_h": 16,
+    "n_layers": 1,
+    "head_hidden": 16,
+    "evaluations": 1,
+    "eval_games": 8,
+    "final_eval_games": 0,
+    "games_per_batch": 2,
+}
+ALGORITHMS = [A2C, Reinforce, PPO, AnchoredPPO, Distill]
+
+
+def _train(cls, updates: int, **kwargs) -> tuple[L.LightningModule, dict[int, list[float]]]:
+    """``updates`` updates of a fresh module (global seed 7, as a run's ``seed_everything``), and
+    each member's loss after each of them (member 0 alone in a single run)."""
+    L.seed_everything(7, verbose=False)
+    model = cls(**TINY, total_games=updates * TINY["games_per_batch"], seed=7, **kwargs)
+    losses: dict[int, list[float]] = {}
+    update = model.update
+
+    def recorded(batch, coefs):
+        stats = update(batch, coefs)
+        losses.setdefault(model._member or 0, []).append(float(stats["loss"]))
+        return stats
+
+    model.update = recorded
+    L.Trainer(
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        limit_val_batches=0,
+    ).fit(model)
+    return model, losses
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS, ids=lambda c: c.__name__)
+def test_a_one_member_ensemble_is_the_single_run(cls):
+    single, single_losses = _train(cls, 20)
+    one, one_losses = _train(cls, 20, ensemble=1)
+    assert one.members is not None and len(one.members) == 1
+    assert one_losses[0] == pytest.approx(single_losses[0], abs=1e-5)
+    for a, b in zip(single.net.parameters(), one.members[0].parameters(), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("cls", [A2C, PPO, Distill], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("change", [{"seed": 11}, {"lr": 3e-3}], ids=["seed", "lr"])
+def test_changing_one_member_leaves_the_others_unchanged(cls, change):
+    base = [{"seed": 0}, {"seed": 1}, {"seed": 2}]
+    a, a_losses = _train(cls, 5, ensemble=base)
+    b, b_losses = _train(cls, 5, ensemble=[*base[:2], {**base[2], **change}])
+    for k in (0, 1):
+        assert a_losses[k] == b_losses[k]
+        for p, q in zip(a.members[k].parameters(), b.members[k].parameters(), strict=True):
+            assert torch.equal(p, q)
+    assert a_losses[2] != b_losses[2]
+    assert a_losses[0] != a_losses[1]  # the members are not copies of each other
+
+
+def test_members_have_their_own_settings_optimisers_and_results():
+    model, _ = _train(A2C, 2, ensemble={"lr": [1e-3, 2e-3], "gae_lambda": [0.0, 0.9]})
+    assert [m["settings"] for m in model.member_results()] == [
+        {"seed": 7, "lr": 1e-3, "gae_lambda": 0.0},
+        {"seed": 8, "lr": 2e-3, "gae_lambda": 0.9},
+    ]
+    first, second = model.optimizers()
+    assert second.param_groups[0]["lr"] == pytest.approx(2 * first.param_groups[0]["lr"])
+    assert int(model.updates_done) == 2
+    assert set(model.state_dict()) >= {"members.0.trunk.0.weight", "members.1.trunk.0.weight"}
+    assert not any(k.startswith("net.") for k in model.state_dict())
+
+
+@pytest.mark.parametrize(
+    ("ensemble", "message"),
+    [
+        (0, "ensemble must be a member count >= 1"),
+        ([], "at least one member"),
+        ({"lr": [1e-3, 2e-3], "seed": [0, 1, 2]}, "ensemble.seed has 3 values for 2 members"),
+        ({"size": 3, "lr": [1e-3]}, "ensemble.lr has 1 values for 3 members"),
+        ([{"seed": 0}, {"d_h": 32}], "ensemble member 1: d_h cannot differ"),
+        ([{"games_per_batch": 4}], "ensemble member 0: games_per_batch cannot differ"),
+        ([{"clip_epsilon": 0.1}], "ensemble member 0: A2C has no setting 'clip_epsilon'"),
+        ([{"seed": 0}, {"lr": -1.0}], "ensemble member 1: lr must be > 0"),
+        (True, "ensemble must be a member count"),
+    ],
+)
+def test_bad_ensembles_name_the_setting(ensemble, message):
+    with pytest.raises(ValueError, match=message):
+        A2C(**TINY, ensemble=ensemble)
