@@ -1,5 +1,7 @@
 """Ensembles: K members in one process learn exactly as K single runs would, each on its own."""
 
+import re
+
 import lightning as L
 import pytest
 import torch
@@ -99,3 +101,50 @@ def test_members_have_their_own_settings_optimisers_and_results():
 def test_bad_ensembles_name_the_setting(ensemble, message):
     with pytest.raises(ValueError, match=message):
         A2C(**TINY, ensemble=ensemble)
+
+
+def test_an_ensemble_from_the_command_line_logs_resumes_and_exports_its_members(tmp_path, capsys, monkeypatch):
+    from test_cli import _fit
+
+    from yahtzee_lightning.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    members = "--model.init_args.ensemble=[{seed: 3}, {seed: 4, lr: 0.002}]"
+    assert _fit(tmp_path, "a2c.yaml", members, "--trainer.max_epochs=1") == 0
+    ckpt = tmp_path / "checkpoints" / "last.ckpt"
+    assert int(torch.load(ckpt, weights_only=True)["state_dict"]["updates_done"]) == 2
+    assert _fit(tmp_path, "a2c.yaml", members, "--ckpt_path=last") == 0
+    saved = torch.load(ckpt, weights_only=True)
+    assert int(saved["state_dict"]["updates_done"]) == 6 and len(saved["optimizer_states"]) == 2
+    assert [int(o["state"][0]["step"]) for o in saved["optimizer_states"]] == [6, 6]  # each member's Adam, resumed
+    header = next(tmp_path.rglob("metrics.csv")).read_text().splitlines()[0].split(",")
+    for name in ("member_0/train/loss", "member_1/train/loss", "member_1/eval/mean_score"):
+        assert name in header
+    assert {"ensemble/eval_mean_score_mean", "ensemble/eval_mean_score_min", "ensemble/eval_mean_score_max"} <= set(
+        header
+    )
+    scores = [m["last_eval_score"] for m in saved["yahtzee_lightning"]["members"]]
+    best = max(range(2), key=scores.__getitem__)
+
+    capsys.readouterr()
+    assert main(["export", str(ckpt), str(tmp_path / "best"), "--games", "0", "--member", "best"]) == 0
+    card = (tmp_path / "best" / "README.md").read_text()
+    assert f"* Ensemble member: {best} of 2, the best last evaluation" in card
+    from yahtzee_lightning.hub import YahtzeeAgent
+
+    agent = YahtzeeAgent.from_pretrained(tmp_path / "best")
+    weights = {k.removeprefix(f"members.{best}."): v for k, v in saved["state_dict"].items()}
+    torch.testing.assert_close(agent.net.state_dict()["trunk.0.weight"], weights["trunk.0.weight"])
+    for asked, message in ((None, "holds an ensemble of 2 members"), ("2", "--member 2: .* has members 0..1")):
+        with pytest.raises(SystemExit) as exit_:
+            main(["export", str(ckpt), str(tmp_path / "none"), "--games", "0", *(["--member", asked] if asked else [])])
+        assert exit_.value.code == 2
+        last = capsys.readouterr().err.strip().splitlines()[-1]  # argparse's usage, then one line
+        assert last.startswith("yahtzee-lightning export: error: ") and re.search(message, last)
+    assert not (tmp_path / "none").exists()
+    # A bad ensemble on the command line: one line naming it, nothing trained.
+    with pytest.raises(SystemExit) as exit_:
+        _fit(tmp_path / "bad", "a2c.yaml", "--model.init_args.ensemble=0")
+    assert exit_.value.code == 2
+    assert "ensemble must be a member count >= 1" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()
