@@ -148,3 +148,8 @@ def test_an_ensemble_from_the_command_line_logs_resumes_and_exports_its_members(
     assert exit_.value.code == 2
     assert "ensemble must be a member count >= 1" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()
+
+
+def test_settings_that_change_the_shared_games_cannot_differ():
+    with pytest.raises(ValueError, match="ensemble member 1: teacher_mix cannot differ"):
+        Distill(**TINY, ensemble=[{}, {"teacher_mix": 0.5}])
