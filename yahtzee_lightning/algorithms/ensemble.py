@@ -121,7 +121,7 @@ class Ensemble:
         """Parse ``ensemble`` and build the members (after ``self.net``, which is built as a single
         run's would be and becomes the stacked forward pass's template); each member's settings are
         checked by ``validate_settings`` as the member's."""
-        self.members, self._member, self._bar = None, None, {}
+        self.members, self._member, self._bar, self._steps = None, None, {}, {}
         self.last_evaluations: list[float | None] | None = None
         h = self.hparams
         self.member_settings = parse_members(h.get("ensemble"), h.seed)
@@ -206,13 +206,29 @@ class Ensemble:
         return scheds[self._member] if isinstance(self._member, int) and isinstance(scheds, list) else scheds
 
     def log(self, name: str, value: Any, *args: Any, **kwargs: Any) -> None:
-        """Inside a member: its metrics under ``member_k/``; bar-only values are kept for the members' mean."""
+        """Inside a member: its metrics under ``member_k/``; bar-only values are kept for the members'
+        mean, and an update's metrics (``on_step``) for one write of every member's (:meth:`_write_steps`)."""
         if not isinstance(self._member, int) or self.members is None:
             return super().log(name, value, *args, **kwargs)
         if kwargs.get("logger") is False:
             self._bar.setdefault(name, []).append(float(value))
-            return None
-        return super().log(f"member_{self._member}/{name}", value, *args, **kwargs)
+        elif kwargs.get("on_step"):
+            self._steps[f"member_{self._member}/{name}"] = float(value)
+        else:
+            super().log(f"member_{self._member}/{name}", value, *args, **kwargs)
+        return None
+
+    def _write_steps(self) -> None:
+        """Every member's metrics of an update, in one call per logger, where Lightning would log
+        them (``log_every_n_steps``). Lightning's ``self.log`` costs about 0.1 ms a value, and an
+        ensemble of 8 logs some 250 values an update: a tenth of the update's time."""
+        steps, self._steps = self._steps, {}
+        trainer = self._trainer
+        if not steps or trainer is None or not trainer.loggers or not trainer._logger_connector.should_update_logs:
+            return
+        step = trainer.fit_loop.epoch_loop._batches_that_stepped  # the step Lightning's own metrics carry
+        for logger in trainer.loggers:
+            logger.log_metrics({**steps, "epoch": trainer.current_epoch}, step=step)
 
     def _log_bar(self, **kwargs: Any) -> dict[str, list[float]]:
         """The members' bar-only values of the step just done: their mean on the progress bar."""
@@ -261,6 +277,7 @@ class Ensemble:
                 learn(self.member_batch(batch, k))
                 self.updates_done.fill_(done)  # the next member's schedules see the same progress
         self.updates_done.fill_(done + 1)
+        self._write_steps()
         self._log_bar(on_step=True)
 
     def ensemble_configure_optimizers(self, configure: Any) -> tuple[list, list]:
