@@ -239,17 +239,16 @@ class Ensemble:
 
     def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
         """Inside a member under DDP: the member's gradients averaged over the ranks by hand (DDP's
-        own reducer expects every parameter of the module in every backward pass)."""
-        super().manual_backward(loss, *args, **kwargs)
-        if isinstance(self._member, int) and self.world_size > 1:
-            grads = [p.grad for p in self.net.parameters() if p.grad is not None]
-            flat = self.trainer.strategy.reduce(torch._utils._flatten_dense_tensors(grads), reduce_op="mean")
-            for g, v in zip(grads, torch._utils._unflatten_dense_tensors(flat, grads), strict=True):
-                g.copy_(v)
-
-    def on_train_start(self) -> None:
-        if self.members is not None and hasattr(self.trainer.model, "require_backward_grad_sync"):
-            self.trainer.model.require_backward_grad_sync = False  # see manual_backward
+        own reducer expects every parameter of the module, every member's, in every backward pass)."""
+        if not isinstance(self._member, int) or self.world_size == 1:
+            return super().manual_backward(loss, *args, **kwargs)
+        with self.trainer.strategy.block_backward_sync():
+            super().manual_backward(loss, *args, **kwargs)
+        grads = [p.grad for p in self.net.parameters() if p.grad is not None]
+        flat = self.trainer.strategy.reduce(torch._utils._flatten_dense_tensors(grads), reduce_op="mean")
+        for g, v in zip(grads, torch._utils._unflatten_dense_tensors(flat, grads), strict=True):
+            g.copy_(v)
+        return None
 
     # --------------------------------------------------------------- the loop
     def ensemble_collect(self, collect: Any) -> TensorDictBase:
