@@ -12,7 +12,7 @@ from pathlib import Path
 
 from yahtzee_lightning.evaluation import play_games, summarize
 from yahtzee_lightning.game import Rules
-from yahtzee_lightning.players import make_player
+from yahtzee_lightning.resolve import resolve_player
 from yahtzee_lightning.solver import load_or_solve
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     print(f"{'player':<28} {'seconds':>8} {'games/s':>9} {'mean':>8}")
     for name in ["random", "greedy", "optimal", *args.agent]:
-        player = make_player(name, rules, args.device)
+        player = resolve_player(name, rules, args.device)
         start = time.perf_counter()
         s = summarize(play_games(player, args.games, 0, rules, args.device), rules)
         seconds = time.perf_counter() - start

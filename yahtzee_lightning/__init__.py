@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._lazy import lazy_exports
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 if TYPE_CHECKING:
     from .env import YahtzeeEnv

@@ -7,6 +7,7 @@ LightningCLI; the other verbs are small argparse programs with a ``main(argv) ->
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 
@@ -31,6 +32,12 @@ def plain(doc: str | None) -> str:
     return (doc or "").replace("``", "")
 
 
+def check_seed(seed: int, parser: argparse.ArgumentParser) -> None:
+    """Seeds are offset per game and per rank: keep them well inside torch's 64-bit range."""
+    if not 0 <= seed < 2**32:
+        parser.error(f"--seed must be in 0..2**32-1, got {seed}")
+
+
 def _usage() -> str:
     lines = ["usage: yahtzee-lightning [--version] VERB [options]", "", "verbs:"]
     lines += [f"  {verb:<10} {doc}" for verb, (_, doc) in VERBS.items()]
@@ -44,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         print(_usage())
         return 0
     if argv[0] == "--version":
-        from . import __version__
+        from ._version import __version__
 
         print(f"yahtzee-lightning {__version__}")
         return 0

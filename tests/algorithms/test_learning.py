@@ -10,7 +10,7 @@ from yahtzee_lightning.env import keys as K
 from yahtzee_lightning.evaluation import play_games, play_single_turns, summarize
 from yahtzee_lightning.game import Rules
 from yahtzee_lightning.nn import PolicyValueNet
-from yahtzee_lightning.players import RandomPlayer
+from yahtzee_lightning.players import GreedyPlayer, RandomPlayer
 
 
 def test_single_turn_reinforce_beats_random_play():
@@ -162,7 +162,7 @@ def test_two_player_fine_tune_starts_from_a_solitaire_agent_with_the_same_play(t
         **{**SMALL, "dropout": 0.0},
     )
     assert duo.net.trunk[0].in_features > solo.trunk[0].in_features
-    obs = MultiPlayerYahtzeeEnv(16, opponents="greedy", seed=3).reset()
+    obs = MultiPlayerYahtzeeEnv(16, opponents=GreedyPlayer(), seed=3).reset()
     obs[K.SCORE_DIFF] = torch.randint(-80, 80, (16,))  # the new inputs vary; the play must not
     solo.eval()
     duo.net.eval()

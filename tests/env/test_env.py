@@ -185,13 +185,14 @@ def test_keep_bits_and_patterns_agree():
 
 def test_features_sizes_and_transform():
     from yahtzee_lightning.env.multiplayer import MultiPlayerYahtzeeEnv
+    from yahtzee_lightning.players import RandomPlayer
 
-    env = MultiPlayerYahtzeeEnv(4, opponents="random", seed=0)  # its observation has every key
+    env = MultiPlayerYahtzeeEnv(4, opponents=RandomPlayer(), seed=0)  # its observation has every key
     td = env.reset()
     for name, feat in FEATURES.items():
         assert encode(td, [name], env.rules).shape == (4, feat.size), name
     for preset in PRESETS:
-        base = MultiPlayerYahtzeeEnv(4, opponents="random") if preset == "two_player" else YahtzeeEnv(4, seed=0)
+        base = MultiPlayerYahtzeeEnv(4, opponents=RandomPlayer()) if preset == "two_player" else YahtzeeEnv(4, seed=0)
         tenv = TransformedEnv(base, FeatureTransform(preset))
         check_env_specs(tenv)
         assert tenv.rollout(3)[K.OBSERVATION].shape == (4, 3, feature_size(preset))

@@ -98,3 +98,18 @@ def test_bad_config():
         MultiPlayerYahtzeeEnv(2, opponents=MaskedRandom(), shaping=True)
     with pytest.raises(ValueError, match="opponents"):
         MultiPlayerYahtzeeEnv(2, opponents=[MaskedRandom()], n_players=3)
+
+
+def test_opponents_are_players_or_a_factory_never_names():
+    made = []
+
+    def factory():
+        made.append(MaskedRandom())
+        return made[-1]
+
+    env = MultiPlayerYahtzeeEnv(2, opponents=factory, n_players=3)
+    assert len(made) == 2 and env.opponents == made  # a fresh player for each seat
+    with pytest.raises(TypeError, match="the name 'greedy'.*make_player"):
+        MultiPlayerYahtzeeEnv(2, opponents="greedy")
+    with pytest.raises(TypeError, match="must be a Player"):
+        MultiPlayerYahtzeeEnv(2, opponents=[object()])

@@ -69,7 +69,7 @@ def test_endgame_player_plays_its_base_outside_the_last_turn_of_a_match():
     greedy = GreedyPlayer()
     td = YahtzeeEnv(64, seed=0).reset()  # solitaire: no opponents, nothing to adapt to
     assert all(torch.equal(a, b) for a, b in zip(endgame.act(td), greedy.act(td), strict=True))
-    env = MultiPlayerYahtzeeEnv(256, opponents="greedy", learner_seat="second", seed=0)
+    env = MultiPlayerYahtzeeEnv(256, opponents=GreedyPlayer(), learner_seat="second", seed=0)
     td, differ = env.reset(), 0
     for step in range(39):
         keep, box = endgame.act(td)

@@ -19,8 +19,8 @@ from tensordict import TensorDictBase
 
 from ..nn import TurnDistribution
 from ..solver import TurnOracle
-from .base import masked_mean
 from .distill import LabelledPolicy, teacher_terms
+from .policy_gradient import masked_mean
 from .ppo import PPO
 
 

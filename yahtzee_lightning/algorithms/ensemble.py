@@ -38,6 +38,7 @@ from torch import nn
 
 from ..nn import PolicyValueNet
 from ..nn.ensemble import StackedNet
+from .collection import _Players
 
 #: Settings every member shares: one network shape (the stacked forward pass), one env (the rules,
 #: the task and the batch), one budget and one evaluation protocol.
@@ -251,17 +252,17 @@ class Ensemble:
         return None
 
     # --------------------------------------------------------------- the loop
-    def ensemble_collect(self, collect: Any) -> TensorDictBase:
-        """The members' games, K blocks of ``games_per_batch``, played by the stacked network."""
+    def collect(self) -> TensorDictBase:
+        """In an ensemble: the members' games, K blocks of ``games_per_batch`` (each from the
+        member's own generator, seeded as its single run's env), played by the stacked network."""
+        if not self.in_ensemble():
+            return super().collect()
         with self._as_stacked():
             if self._players is None:
-                from .base import _Players
-
-                h, offset = self.hparams, self.global_rank + 7919 * int(self.updates_done)
-                seeds = [m["seed"] + offset for m in self.member_settings]  # as a single run seeds its env
-                env = self.make_env(h.games_per_batch * self.ensemble_size, seed=seeds)
+                seeds = [self.env_seed(m["seed"]) for m in self.member_settings]
+                env = self.make_env(self.hparams.games_per_batch * self.ensemble_size, seed=seeds)
                 self._players = _Players(env, self.collection_policy())
-            return collect()
+            return super().collect()
 
     def member_batch(self, batch: TensorDictBase, k: int) -> TensorDictBase:
         """Member ``k``'s games of an ensemble's batch."""
@@ -289,25 +290,29 @@ class Ensemble:
             scheds.append(out["lr_scheduler"])
         return opts, scheds
 
-    def ensemble_validate(self, validate: Any, batch: Any, batch_idx: int) -> None:
-        """Each member's evaluation, and the ensemble's summary of their scores."""
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        """In an ensemble: each member's evaluation, and the ensemble's summary of their scores."""
+        if not self.in_ensemble():
+            return super().validation_step(batch, batch_idx)
         for k in range(self.ensemble_size):
             with self.as_member(k):
-                validate(batch, batch_idx)
+                super().validation_step(batch, batch_idx)
         scores = self._log_bar().get("eval_score", [])
         if scores:
             self.last_evaluations = scores
             summary = {"mean": sum(scores) / len(scores), "min": min(scores), "max": max(scores)}
             self.log_dict({f"ensemble/eval_mean_score_{k}": v for k, v in summary.items()}, batch_size=1)
 
-    def ensemble_final_evaluation(self, final: Any) -> None:
-        """Each member's final evaluation: ``final_evaluation`` becomes a list, one per member."""
+    def on_train_end(self) -> None:
+        """In an ensemble: each member's final evaluation (``final_evaluation``: a list, one per member)."""
+        if not self.in_ensemble():
+            return super().on_train_end()
         results = []
         for k in range(self.ensemble_size):
             with self.as_member(k):
                 if self.hparams.final_eval_games > 0 and self.global_rank == 0:
                     print(f"member {k} of {self.ensemble_size}:")
-                final()
+                super().on_train_end()
                 results.append(self.final_evaluation)
         self.final_evaluation = results if any(r is not None for r in results) else None
 

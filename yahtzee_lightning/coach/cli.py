@@ -26,10 +26,10 @@ def _setup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[R
     rules = rules_from_args(args, parser)
     opponent = None
     if args.opponent:
-        from ..players import make_player
+        from ..resolve import resolve_player
 
         try:
-            opponent = make_player(args.opponent, rules=rules)
+            opponent = resolve_player(args.opponent, rules=rules)
         except (ValueError, OSError) as e:
             parser.error(str(e))
         rules = player_rules(opponent, args.opponent, args, parser)

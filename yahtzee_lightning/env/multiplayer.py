@@ -2,14 +2,14 @@
 
 Players alternate whole turns. The learner takes one decision per env step; when it scores, the
 opponents after it in seat order play their turns inside the same step (three decisions each,
-chosen by their :class:`~yahtzee_lightning.players.base.Player`), so a match is 39 learner steps.
+chosen by their :class:`~yahtzee_lightning.env.player.Player`), so a match is 39 learner steps.
 All matches of the batch are played at once: the match state is one ``GameState`` of shape
 ``(num_envs, n_players)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -17,8 +17,8 @@ from torchrl.data import Bounded
 
 from ..game import N_BOXES, OPEN, GameState, card_total, engine, legal_mask, upper_sum
 from ..game.rules import N_ROLLS
-from ..players.base import Player
 from . import keys as K
+from .player import Player
 from .yahtzee_env import YahtzeeEnv, _choice, observe
 
 REWARDS = ("win", "margin", "fixed_target", "moving_target", "score")
@@ -29,8 +29,10 @@ class MultiPlayerYahtzeeEnv(YahtzeeEnv):
     """``num_envs`` matches of ``n_players`` (the learner and ``n_players - 1`` opponents).
 
     Args:
-        opponents: one :class:`Player` per opponent seat (or a name for ``make_player``:
-            ``random``, ``greedy``, ``optimal``), or a single one used for every seat.
+        opponents: one :class:`Player` per opponent seat, a single one used for every seat, or a
+            callable that makes a fresh player for each seat (names are turned into players
+            above the env: :func:`yahtzee_lightning.players.make_player` for the built-in ones,
+            :func:`yahtzee_lightning.resolve.resolve_player` for agent folders and hub ids too).
         reward: ``win`` (+1/0/-1 at the end), ``margin`` (a loss costs margin/100),
             ``fixed_target`` (+1 if the final score reaches ``target``, else -1),
             ``moving_target`` (the target is ``moving_margin`` above the running mean of the
@@ -46,7 +48,7 @@ class MultiPlayerYahtzeeEnv(YahtzeeEnv):
         self,
         num_envs: int = 1,
         *,
-        opponents: Sequence[Player | str] | Player | str = "random",
+        opponents: Sequence[Player] | Player | Callable[[], Player],
         n_players: int = 2,
         reward: str = "win",
         target: float = 110.0,
@@ -88,20 +90,23 @@ class MultiPlayerYahtzeeEnv(YahtzeeEnv):
         self._seat: torch.Tensor | None = None
 
     def _resolve_opponents(self, opponents) -> list[Player]:
-        if isinstance(opponents, (Player, str)):
+        """The player of every opponent seat; names are refused here: the env knows no player by name."""
+        if isinstance(opponents, Player):
             opponents = [opponents] * (self.n_players - 1)
+        elif callable(opponents):  # a factory: one fresh player per seat
+            opponents = [opponents() for _ in range(self.n_players - 1)]
+        elif isinstance(opponents, str):
+            opponents = [opponents]
         if len(opponents) != self.n_players - 1:
             raise ValueError(f"need {self.n_players - 1} opponents for {self.n_players} players, got {len(opponents)}")
-        resolved = []
         for opp in opponents:
-            if isinstance(opp, str):
-                from ..players import make_player
-
-                opp = make_player(opp, rules=self.rules, device=self.device)
             if not isinstance(opp, Player):
-                raise TypeError(f"an opponent must be a Player or a player name, got {type(opp).__name__}")
-            resolved.append(opp)
-        return resolved
+                got = f"the name {opp!r}" if isinstance(opp, str) else type(opp).__name__
+                raise TypeError(
+                    f"an opponent must be a Player, got {got} (a name becomes a player through "
+                    "yahtzee_lightning.players.make_player, or yahtzee_lightning.resolve.resolve_player)"
+                )
+        return list(opponents)
 
     # ----------------------------------------------------------------- specs
     def _make_specs(self) -> None:

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from ..cli import plain
+from ..cli import check_seed, plain
 
 if TYPE_CHECKING:  # torch loads after parsing, so that --help answers at once
     from ..game import Rules
@@ -58,12 +58,6 @@ def device_from_args(device: str, parser: argparse.ArgumentParser) -> str:
     if dev.type == "mps" and not torch.backends.mps.is_available():
         parser.error(f"--device {device}: MPS is not available on this machine")
     return device
-
-
-def check_seed(seed: int, parser: argparse.ArgumentParser) -> None:
-    """Seeds are offset per game and per rank: keep them well inside torch's 64-bit range."""
-    if not 0 <= seed < 2**32:
-        parser.error(f"--seed must be in 0..2**32-1, got {seed}")
 
 
 def player_rules(player: Player, name: str, args: argparse.Namespace, parser: argparse.ArgumentParser) -> Rules:
@@ -128,12 +122,12 @@ def main(argv: list[str] | None = None) -> int:
     from ..env.features import sees_opponents
     from ..hub.agent import hub_errors
     from ..hub.cli import hub_failure
-    from ..players import make_player
+    from ..resolve import resolve_player
 
     try:  # an unknown name, a broken agent folder or an unreachable hub is a usage error, not a traceback
-        player = make_player(args.agent, rules=rules, device=args.device)
+        player = resolve_player(args.agent, rules=rules, device=args.device)
         rules = player_rules(player, args.agent, args, parser)  # a trained agent: its own rules
-        opponent = make_player(args.opponent, rules=rules, device=args.device) if args.players >= 2 else None
+        opponent = resolve_player(args.opponent, rules=rules, device=args.device) if args.players >= 2 else None
     except ValueError as e:
         parser.error(str(e))
     except hub_errors() as e:

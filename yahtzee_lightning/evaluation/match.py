@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 
 import torch
 
@@ -10,6 +12,7 @@ from ..env import keys as K
 from ..env.multiplayer import MultiPlayerYahtzeeEnv
 from ..game import Rules
 from ..game.rules import N_ROLLS
+from ..players import make_player
 from ..players.base import Player
 from ..progress import advance_turn, progress_bar
 
@@ -95,6 +98,7 @@ def play_matches(
     batch_size: int = 4096,
     progress: bool = False,
     endgame_check: bool = False,
+    load: Callable[[str, torch.device | str], Player] | None = None,
 ) -> dict:
     """``player`` against ``n_players - 1`` copies of ``opponent``; the same seed repeats exactly.
 
@@ -103,10 +107,16 @@ def play_matches(
     first and second equally often. ``progress``: a bar counting finished games, advanced a turn
     at a time (a batch takes seconds). ``endgame_check``: also count how often the player's keeps
     on its last turn agree with the exact win-maximising ones (:class:`EndgameCheck`).
+    An ``opponent`` given by name is made afresh for every seat of every batch, by
+    :func:`~yahtzee_lightning.players.make_player` with ``load`` (``resolve.load_agent`` for agent
+    folders and hub ids).
     """
     if games < 1:
         raise ValueError(f"games must be >= 1, got {games}")
     rules = rules or Rules()
+    seats_opponent = (
+        partial(make_player, opponent, rules, torch.device(device), load) if isinstance(opponent, str) else opponent
+    )
     own, best_other, diff, seats = [], [], [], []
     check = EndgameCheck(rules) if endgame_check else None
     done_games, chunk = 0, 0
@@ -115,7 +125,7 @@ def play_matches(
         n = min(batch_size, games - done_games)
         env = MultiPlayerYahtzeeEnv(
             n,
-            opponents=opponent,
+            opponents=seats_opponent,
             n_players=n_players,
             rules=rules,
             learner_seat=learner_seat,

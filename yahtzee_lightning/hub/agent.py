@@ -20,7 +20,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from .. import __version__
+from .._version import __version__
 from ..nn import PolicyValueNet
 
 FORMAT_VERSION = 1

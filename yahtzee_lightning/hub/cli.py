@@ -104,7 +104,7 @@ def export_main(argv: list[str] | None = None) -> int:
         parser.error(f"--games must be >= 0, got {args.games}")
     import torch
 
-    from ..evaluation.cli import check_seed
+    from ..cli import check_seed
     from .agent import AgentError
 
     check_seed(args.seed, parser)

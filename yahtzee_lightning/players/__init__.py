@@ -1,9 +1,12 @@
-"""One interface for every player, and a factory by name or path."""
+"""One interface for every player, and a factory by name.
+
+Agent folders and hub ids are resolved a layer above, where the hub is known
+(:func:`yahtzee_lightning.resolve.resolve_player`): the players know no hub.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 
@@ -22,26 +25,30 @@ PLAYERS: dict[str, Callable[..., Player]] = {
 }
 
 
-def make_player(name_or_path: str, rules: Rules | None = None, device: torch.device | str = "cpu") -> Player:
+def make_player(
+    name_or_path: str,
+    rules: Rules | None = None,
+    device: torch.device | str = "cpu",
+    load: Callable[[str, torch.device | str], Player] | None = None,
+) -> Player:
     """``optimal``, ``greedy``, ``random``, ``winseeking`` (matches only: the optimal player's moves
-    re-weighed for the chance of winning), or a trained agent: a local agent folder or a hub id.
+    re-weighed for the chance of winning); any other name goes to ``load`` (``resolve.load_agent``:
+    an agent folder or a hub id), and without it is refused.
 
     ``endgame:NAME`` is NAME's player switching to the exact win-maximising move on its last turn
     of a match (:class:`EndgamePlayer`).
     """
     rules = rules or Rules()
     if name_or_path.startswith(ENDGAME_PREFIX):
-        return EndgamePlayer(make_player(name_or_path.removeprefix(ENDGAME_PREFIX), rules, device))
+        return EndgamePlayer(make_player(name_or_path.removeprefix(ENDGAME_PREFIX), rules, device, load))
     if name_or_path in PLAYERS:
         return PLAYERS[name_or_path](rules=rules, device=device)
-    try:
-        from ..hub import YahtzeeAgent
-    except ImportError as e:  # pragma: no cover - the hub package ships with the library
-        raise ValueError(f"unknown player {name_or_path!r}; known: {sorted(PLAYERS)}") from e
-    if Path(name_or_path).exists() or "/" in name_or_path:
-        agent = YahtzeeAgent.from_pretrained(name_or_path)
-        return agent.player(device=device)
-    raise ValueError(f"unknown player {name_or_path!r}: not one of {sorted(PLAYERS)}, a folder, nor a hub id")
+    if load is None:
+        raise ValueError(
+            f"unknown player {name_or_path!r}: not one of {sorted(PLAYERS)} "
+            "(agent folders and hub ids: yahtzee_lightning.resolve.resolve_player)"
+        )
+    return load(name_or_path, device)
 
 
 __all__ = [

@@ -1,0 +1,153 @@
+"""The package's imports run one way (CONTRIBUTING.md, Layout): no module imports one above it, and
+none imports itself back through others. Read from the source with ``ast``: imports inside
+functions count, lazy ones too (``lazy_exports`` maps); ``if TYPE_CHECKING:`` blocks do not run."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import yahtzee_lightning
+
+ROOT = Path(yahtzee_lightning.__file__).parent
+PACKAGE = "yahtzee_lightning"
+
+#: Bottom to top. A module belongs to the layer of the longest entry it starts with; it may import
+#: its own layer and those below. Commands (the verbs of the console script) sit on top.
+LAYERS: list[tuple[str, ...]] = [
+    ("_lazy", "_version", "schedules", "metrics", "progress"),
+    ("game",),
+    ("env",),
+    ("solver", "nn"),
+    ("players",),
+    ("evaluation",),
+    ("hub",),
+    ("resolve",),
+    ("algorithms", "coach"),
+    ("", "cli", "bench", "env.demo", "solver.cli", "evaluation.cli", "hub.cli", "algorithms.cli", "coach.cli"),
+]
+
+
+def module_name(path: Path) -> str:
+    parts = [PACKAGE, *path.relative_to(ROOT).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def layer(module: str) -> int:
+    """The layer of a module: the longest matching entry wins (``env.demo`` over ``env``)."""
+    best, best_len = None, -1
+    for i, entries in enumerate(LAYERS):
+        for entry in entries:
+            name = f"{PACKAGE}.{entry}" if entry else PACKAGE
+            matches = module == name if not entry else module == name or module.startswith(name + ".")
+            if matches and len(name) > best_len:
+                best, best_len = i, len(name)
+    if best is None:
+        raise AssertionError(f"{module} is in no layer: add it to LAYERS (and to CONTRIBUTING.md's Layout)")
+    return best
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node that runs, inside functions too, leaving out ``if TYPE_CHECKING:`` bodies."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                stack.extend(child.orelse)
+            else:
+                stack.append(child)
+
+
+def _target(package: str, module: str | None, level: int) -> str:
+    if not level:
+        return module or ""
+    base = package.split(".")[: len(package.split(".")) - level + 1]
+    return ".".join(base + ([module] if module else []))
+
+
+def imports(module: str) -> set[str]:
+    """The package's modules that ``module`` imports (a submodule named in ``from X import sub`` counts as itself)."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found: set[str] = set()
+
+    def add(name: str) -> None:
+        if name == PACKAGE or name.startswith(PACKAGE + "."):
+            while name not in MODULES:  # an attribute of a module, not a module
+                name = name.rsplit(".", 1)[0]
+            found.add(name)
+
+    for node in _runtime_nodes(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            target = _target(package, node.module, node.level)
+            for alias in node.names:
+                add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in MODULES else target)
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy_exports":
+            for const in ast.walk(node):  # the submodules a package's __getattr__ imports on first use
+                if isinstance(const, ast.Constant) and isinstance(const.value, str) and const.value.startswith("."):
+                    add(_target(package, const.value.lstrip("."), len(const.value) - len(const.value.lstrip("."))))
+    found.discard(module)
+    return found
+
+
+GRAPH = {m: imports(m) for m in MODULES}
+
+
+def test_every_module_has_a_layer():
+    for module in MODULES:
+        layer(module)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_imports_one_above_it(module):
+    above = sorted(t for t in GRAPH[module] if layer(t) > layer(module))
+    assert not above, f"{module} (layer {layer(module)}) imports modules above it: {above}"
+
+
+def test_no_import_cycles():
+    """No module imports itself back, directly or through others (within a layer too)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(GRAPH[module]):
+            if state.get(target) == 1:
+                cycle = path[path.index(target) :] + [target]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if target not in state:
+                visit(target)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(MODULES):
+        if module not in state:
+            visit(module)
+
+
+def test_the_checks_see_what_they_must():
+    """The walk resolves relative imports, finds imports inside functions and lazy exports, and skips
+    TYPE_CHECKING blocks: checked on modules whose imports are known."""
+    assert "yahtzee_lightning.env.player" in GRAPH["yahtzee_lightning.env.multiplayer"]  # relative, top level
+    assert "yahtzee_lightning.hub" in GRAPH["yahtzee_lightning.algorithms.settings"]  # inside a method
+    assert "yahtzee_lightning.hub.agent" in GRAPH["yahtzee_lightning.hub"]  # a lazy export
+    assert "yahtzee_lightning.players" not in GRAPH["yahtzee_lightning.evaluation.cli"]  # TYPE_CHECKING only
+    assert layer("yahtzee_lightning.env.demo") > layer("yahtzee_lightning.env.multiplayer")

@@ -1,0 +1,144 @@
+"""Collection: the games of each update, played inside the training step with the current weights.
+
+A mixin of :class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm` with the loaders that
+drive Lightning's loops (the data itself is played in ``training_step``, see ``base.py``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from tensordict import TensorDictBase
+from torch.utils.data import DataLoader, IterableDataset
+from torchrl.envs.utils import ExplorationType, set_exploration_type
+
+from ..env import YahtzeeEnv
+from ..game.rules import N_ROLLS
+from ..nn import PolicyModule, eval_mode
+
+if TYPE_CHECKING:
+    from .base import OnPolicyAlgorithm
+
+
+class _Updates(IterableDataset):
+    """The update indices left in the current interval (all of it, except in a run resumed from a
+    checkpoint saved mid-interval); the data itself is played inside ``training_step``.
+
+    Its length gives Lightning's progress bar a total and an ETA. (Iterable, not map-style: a
+    distributed sampler would split the updates between ranks; one process reads it, so
+    Lightning's warning about lengths under multi-process loading does not apply.)
+    """
+
+    def __init__(self, module: OnPolicyAlgorithm) -> None:
+        self.module = module
+
+    def _left(self) -> int:
+        m, done = self.module, 0
+        if m._trainer is not None:  # Lightning's restored progress: updates made in an unfinished interval
+            progress = m.trainer.fit_loop.epoch_loop.batch_progress
+            done = 0 if progress.is_last_batch else progress.current.processed
+        return max(0, m.updates_per_epoch - done)
+
+    def __iter__(self):
+        yield from range(self._left())
+
+    def __len__(self) -> int:
+        # The interval's full count: Lightning counts a resumed interval's updates from its restored
+        # progress against it (and stops where ``__iter__`` stops).
+        return self.module.updates_per_epoch
+
+
+@dataclass
+class _Players:
+    """Collection's env and policy: held outside the module's registered children (and checkpoints)."""
+
+    env: YahtzeeEnv
+    policy: Any
+
+
+class _Once(IterableDataset):
+    def __iter__(self):
+        yield 0
+
+    def __len__(self) -> int:
+        return 1
+
+
+class Collection:
+    """The env and policy that play a batch, and the batch played into one preallocated TensorDict."""
+
+    def collection_policy(self) -> Any:
+        """The TensorDict module that plays the games of a batch."""
+        return PolicyModule(self.net)
+
+    def env_seed(self, seed: int) -> int:
+        """The collection env's seed for a run seeded ``seed``: per rank, and per resume point so
+        that a resumed run does not replay its first games."""
+        return seed + self.global_rank + 7919 * int(self.updates_done)
+
+    def make_env(self, num_envs: int, seed: int | list[int]) -> YahtzeeEnv:
+        h = self.hparams
+        if h.n_players >= 2:
+            from ..env.multiplayer import MultiPlayerYahtzeeEnv
+
+            return MultiPlayerYahtzeeEnv(
+                num_envs,
+                opponents=self.opponent(),
+                n_players=h.n_players,
+                reward=h.reward,
+                learner_seat="random",
+                rules=self.rules,
+                validate_actions=False,
+                device=self.device,
+                seed=seed,
+            )
+        return YahtzeeEnv(
+            num_envs,
+            task=h.task,
+            rules=self.rules,
+            start_card=h.start_card,
+            validate_actions=False,
+            device=self.device,
+            seed=seed,
+        )
+
+    @torch.no_grad()
+    def collect(self) -> TensorDictBase:
+        """A batch ``(games_per_batch, steps)`` of whole games played now with the current weights.
+
+        The steps are written into the same preallocated TensorDict every update (``last_batch``),
+        on the module's device: no copy to the host, no allocation per batch. The network plays in
+        eval mode (no dropout), switched once for the whole rollout.
+
+        The loop is TorchRL's ``env.rollout(steps, policy, break_when_any_done=False)`` (a test
+        checks they give the same batch) without its check for finished games after every step,
+        which reads ``done`` back to the host: here every game lasts exactly ``steps`` steps, so
+        none ends before the batch does.
+        """
+        if self._players is None:
+            env = self.make_env(self.hparams.games_per_batch, seed=self.env_seed(self.hparams.seed))
+            self._players = _Players(env, self.collection_policy())
+        steps = N_ROLLS * (1 if self.hparams.task == "single_turn" else self.rules.n_turns)
+        env, policy = self._players.env, self._players.policy
+        played = []
+        with set_exploration_type(ExplorationType.RANDOM), eval_mode(self.net):
+            td = env.reset()
+            for t in range(steps):
+                played.append(env.step(policy(td)))
+                if t < steps - 1:
+                    td = env.step_mdp(played[-1])
+        self.last_batch = torch.stack(played, dim=1, out=self.last_batch)
+        return self.last_batch
+
+    def train_dataloader(self) -> DataLoader:
+        warnings.filterwarnings("ignore", message="Your `IterableDataset` has `__len__` defined")  # see _Updates
+        return DataLoader(_Updates(self), batch_size=None)
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(_Once(), batch_size=None)
+
+    def on_fit_end(self) -> None:
+        self._players, self.last_batch = None, None

@@ -1,0 +1,152 @@
+"""The policy-gradient pieces the losses are built from: log-probabilities, advantages, one step, metrics.
+
+A mixin of :class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm`; REINFORCE and A2C use
+``policy_gradient_step`` whole, PPO and the distillation compose their own loss from the parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+from torchrl.objectives.value.functional import generalized_advantage_estimate
+
+from ..env import keys as K
+from ..metrics import approx_kl, explained_variance
+from ..nn import VALUE, distribution, eval_mode
+
+
+def masked_mean(x: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
+    """Mean of ``x`` over the entries where ``where`` holds (NaN where none does), without the
+    device-to-host read of boolean indexing."""
+    return (x * where).sum() / where.sum()
+
+
+def read_stats(stats: dict[str, torch.Tensor | float]) -> dict[str, float]:
+    """Metrics as floats, the tensors among them read from the device in one transfer."""
+    tensors = {k: v for k, v in stats.items() if isinstance(v, torch.Tensor)}
+    values = torch.stack([v.detach().float().reshape(()) for v in tensors.values()]).tolist() if tensors else []
+    read = dict(zip(tensors, values, strict=True))
+    return {k: read[k] if k in read else float(v) for k, v in stats.items()}
+
+
+class PolicyGradient:
+    """The parts of a policy-gradient update, on the module's network ``self.net``."""
+
+    def evaluate_actions(
+        self, obs: TensorDictBase, dist_value: tuple[Any, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(log pi(a|s), V(s), keep-head entropy, box-head entropy)`` of the taken actions.
+
+        Each head's entropy is averaged over the steps where that head acts. ``dist_value``: the
+        network's ``(distribution, value)`` on ``obs`` when the caller has it already.
+        """
+        dist, value = dist_value or distribution(self.net, obs)
+        log_prob = dist.log_prob(obs[K.KEEP], obs[K.BOX])
+        rolling = dist.rolling
+        ent_keep = (dist.keep_entropy() * rolling).sum() / rolling.sum().clamp(min=1)
+        ent_box = (dist.box_entropy() * ~rolling).sum() / (~rolling).sum().clamp(min=1)
+        return log_prob, value, ent_keep, ent_box
+
+    @staticmethod
+    def entropy_bonus(ent_keep: torch.Tensor, ent_box: torch.Tensor, coefs: dict[str, float]) -> torch.Tensor:
+        return coefs["beta_roll"] * ent_keep + coefs["beta_score"] * ent_box
+
+    @torch.no_grad()
+    def next_values(self, batch: TensorDictBase) -> torch.Tensor:
+        """``V(s_t+1)`` of every step ``(games, steps)``, mostly from the values stored at collection.
+
+        A batch is played with the current weights (:meth:`collect` runs at the start of the
+        update, dropout off), so the value stored at step ``t + 1`` is the next state's value of
+        step ``t``: only the batch's last step needs a forward pass. (After a game's last step
+        the next step belongs to a new game, but a terminal step's next value is never used.)
+        """
+        last = batch["next"][..., -1]
+        with eval_mode(self.net):
+            last_value = self.net(last)[2]
+        return torch.cat([batch[VALUE][..., 1:], last_value.unsqueeze(-1)], dim=-1)
+
+    def policy_gradient_step(
+        self, obs: TensorDictBase, advantage: torch.Tensor, returns: torch.Tensor, coefs: dict[str, float]
+    ) -> dict[str, torch.Tensor]:
+        """One optimizer step of ``-log pi * A + lambda_v (R - V)^2 - entropy bonus`` on flat steps.
+
+        The update of REINFORCE and A2C, which differ only in the advantage ``A`` and return ``R``
+        they pass; returns the step's metrics (still on the device).
+        """
+        log_prob, value, ent_keep, ent_box = self.evaluate_actions(obs)
+        parts = {
+            "policy": -(log_prob * self.normalize(advantage)).mean(),
+            "value": self.hparams.lambda_v * (returns - value).pow(2).mean(),
+            "entropy": -self.entropy_bonus(ent_keep, ent_box, coefs),
+        }
+        loss = sum(parts.values())
+        grad_norm, clipped = self.step_optimizer(loss)
+
+        parts |= {"entropy_roll": ent_keep, "entropy_score": ent_box}
+        return self.update_stats(loss, parts, advantage, value, returns, grad_norm, clipped)
+
+    def advantages(self, batch: TensorDictBase, gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """GAE(``lam``) advantages and their returns ``(games, steps)``, from the values stored at
+        collection (TorchRL's ``generalized_advantage_estimate``; ``lam`` 0 is the TD(0) error)."""
+        nxt = batch["next"]
+        advantage, returns = generalized_advantage_estimate(
+            gamma,
+            lam,
+            batch[VALUE].unsqueeze(-1),
+            self.next_values(batch).unsqueeze(-1),
+            nxt[K.REWARD],
+            nxt[K.DONE],
+            nxt[K.TERMINATED],
+        )
+        return advantage.squeeze(-1), returns.squeeze(-1)
+
+    @staticmethod
+    def update_stats(
+        loss: torch.Tensor,
+        parts: dict[str, torch.Tensor],
+        advantage: torch.Tensor,
+        value: torch.Tensor | None,
+        target: torch.Tensor | None,
+        grad_norm: torch.Tensor,
+        clipped: torch.Tensor,
+    ) -> dict[str, torch.Tensor]:
+        """The metrics every update logs, as tensors (read once per update by :meth:`learn`);
+        ``value`` None when the loss reports explained variance."""
+        stats = {
+            "loss": loss.detach(),
+            **{f"loss_{k}": v.detach() for k, v in parts.items()},
+            "advantage_mean": advantage.mean(),
+            "advantage_std": advantage.std(),
+            "grad_norm": grad_norm,
+            "grad_clipped": clipped,
+        }
+        if value is not None:
+            stats["explained_variance"] = explained_variance(value.detach(), target)
+        return stats
+
+    @staticmethod
+    def mean_stats(steps: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+        """Each metric's mean over the minibatches of an update, still on the device."""
+        return {k: torch.stack([s[k].float() for s in steps]).mean() for k in steps[0]}
+
+    @staticmethod
+    def minibatches(batch: TensorDictBase, epochs: int, games_per_minibatch: int) -> Iterator[TensorDictBase]:
+        """``epochs`` passes over the batch's games in random minibatches, each flattened to steps."""
+        for _ in range(epochs):
+            for idx in torch.randperm(batch.shape[0], device=batch.device).split(games_per_minibatch):
+                yield batch[idx].reshape(-1)
+
+    def normalize(self, advantage: torch.Tensor) -> torch.Tensor:
+        if self.hparams.normalize_advantage and advantage.numel() > 1:
+            return (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+        return advantage
+
+    @torch.no_grad()
+    def policy_drift(self, obs: TensorDictBase, old_log_prob: torch.Tensor) -> torch.Tensor:
+        """Approximate KL between the policy that collected ``obs`` and the updated one."""
+        with eval_mode(self.net):
+            dist, _ = distribution(self.net, obs)
+        return approx_kl(old_log_prob, dist.log_prob(obs[K.KEEP], obs[K.BOX]))

@@ -1,0 +1,130 @@
+"""The hyperparameters of an on-policy run: their checks, the network they build, the budget and schedules they set.
+
+A mixin of :class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm`, so that a bad setting is
+refused in one place and the schedules read the budget in one place.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..game import Rules
+from ..nn import PolicyValueNet, transfer_weights
+from ..schedules import anneal
+
+
+class Settings:
+    """Checks of the settings, the network built from them, the budget and the schedules over it."""
+
+    def validate_settings(self) -> None:
+        """Refuse a bad setting when the module is built, naming it, rather than as a crash mid-run.
+
+        The network's settings are checked by the network itself (built next). A subclass with
+        settings of its own extends this (``super().validate_settings()`` first).
+        """
+        from ..env.multiplayer import REWARDS
+        from ..env.yahtzee_env import START_CARDS, TASKS
+
+        h = self.hparams
+
+        def need(ok: bool, name: str, rule: str) -> None:
+            if not ok:
+                raise ValueError(f"{name} must be {rule}, got {h[name]!r}")
+
+        for name, options in (("task", TASKS), ("start_card", START_CARDS), ("reward", REWARDS)):
+            need(h[name] in options, name, f"one of {options}")
+        for name in ("total_games", "games_per_batch", "evaluations", "eval_games", "top_k", "n_players"):
+            need(isinstance(h[name], int) and h[name] >= 1, name, "an integer >= 1")
+        need(isinstance(h.final_eval_games, int) and h.final_eval_games >= 0, "final_eval_games", ">= 0 (0: none)")
+        need(isinstance(h.diagnose_games, int) and h.diagnose_games >= 0, "diagnose_games", ">= 0 (0: off)")
+        need(isinstance(h.seed, int) and 0 <= h.seed < 2**32, "seed", "an integer in 0..2**32-1")
+        need(h.lr > 0, "lr", "> 0")
+        need(h.value_lr_scale > 0, "value_lr_scale", "> 0")
+        unit = ("r_alpha", "warmup", "hold", "entropy_hold", "entropy_anneal", "gamma_min", "gamma_max", "gae_lambda")
+        for name in unit:
+            if name in h:  # gae_lambda: only the algorithms with GAE advantages have it
+                need(0 <= h[name] <= 1, name, "in [0, 1]")
+        for name in ("tau_clip", "lambda_v", "beta_roll_max", "beta_roll_min", "beta_score_max", "beta_score_min"):
+            need(h[name] >= 0, name, ">= 0")
+        if h.total_games < h.games_per_batch:
+            raise ValueError(f"total_games ({h.total_games}) must be at least games_per_batch ({h.games_per_batch})")
+
+    NETWORK_KEYS = (
+        "dice_encoder",
+        "features",
+        "d_h",
+        "n_layers",
+        "dropout",
+        "layer_norm",
+        "activation",
+        "head_hidden",
+        "roll_head",
+        "d_emb",
+    )
+
+    @classmethod
+    def network_kwargs(cls, hparams: Any) -> dict[str, Any]:
+        """The network's constructor arguments from the module's hyperparameters (also for export)."""
+        boxes = hparams.get("boxes")
+        rules = Rules(hparams.get("joker", "free"), hparams.get("yahtzee_bonus", True), tuple(boxes or range(13)))
+        return {**{k: hparams[k] for k in cls.NETWORK_KEYS if k in hparams}, "rules": rules.to_dict()}
+
+    def build_network(self) -> torch.nn.Module:
+        """The trained network (``self.net``); subclasses with another kind of network override it."""
+        return PolicyValueNet(**self.network_kwargs(self.hparams))
+
+    def _load_network(self, path: str) -> None:
+        """Start from another run's network: a Lightning checkpoint, or an exported agent folder.
+
+        It may see fewer features than this run's (appended features start at zero weight, see
+        :func:`transfer_weights`); ``reset_value_head`` starts the value at zero.
+        """
+        if not isinstance(self.net, PolicyValueNet):
+            raise ValueError(f"init_from starts a policy/value network; {type(self).__name__} trains another kind")
+        if Path(path).is_dir():
+            from ..hub import YahtzeeAgent
+
+            source = YahtzeeAgent.load(path).net
+        else:
+            ckpt = torch.load(path, map_location="cpu", weights_only=True)
+            try:
+                source = PolicyValueNet(**self.network_kwargs(ckpt["hyper_parameters"]))
+                state = {k.removeprefix("net."): v for k, v in ckpt["state_dict"].items() if k.startswith("net.")}
+                source.load_state_dict(state)
+            except (KeyError, TypeError, RuntimeError) as e:
+                raise ValueError(f"{path}: not a checkpoint of this network ({e})") from e
+        try:
+            transfer_weights(source, self.net, reset_value_head=self.hparams.reset_value_head)
+        except ValueError as e:
+            raise ValueError(f"{path}: network does not match this configuration ({e})") from e
+
+    @property
+    def total_updates(self) -> int:
+        return max(1, self.hparams.total_games // (self.hparams.games_per_batch * self.world_size))
+
+    @property
+    def world_size(self) -> int:
+        return self.trainer.world_size if self._trainer is not None else 1
+
+    @property
+    def updates_per_epoch(self) -> int:
+        return max(1, math.ceil(self.total_updates / self.hparams.evaluations))
+
+    @property
+    def progress(self) -> float:
+        return float(self.updates_done) / self.total_updates
+
+    def gamma(self) -> float:
+        h = self.hparams
+        return h.gamma_min + (h.gamma_max - h.gamma_min) * self.progress
+
+    def entropy_coefs(self) -> tuple[float, float]:
+        h, f = self.hparams, self.progress
+        return (
+            anneal(f, h.beta_roll_max, h.beta_roll_min, h.entropy_hold, h.entropy_anneal),
+            anneal(f, h.beta_score_max, h.beta_score_min, h.entropy_hold, h.entropy_anneal),
+        )

@@ -1,0 +1,38 @@
+"""Names to players: the one place where a player name, an agent folder or a hub id becomes a player.
+
+It sits above the hub (it loads agents) and below what reads names from a config or a command
+line (the algorithms' opponents, the CLIs), so that the env and the players need know neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+import torch
+
+from .game import Rules
+from .hub import YahtzeeAgent
+from .players import PLAYERS, Player, make_player
+
+
+def load_agent(name_or_path: str, device: torch.device | str = "cpu") -> Player:
+    """A trained agent's player from a local agent folder or a hub id (``user/name``)."""
+    if Path(name_or_path).exists() or "/" in name_or_path:
+        return YahtzeeAgent.from_pretrained(name_or_path).player(device=device)
+    raise ValueError(f"unknown player {name_or_path!r}: not one of {sorted(PLAYERS)}, a folder, nor a hub id")
+
+
+def resolve_player(name_or_path: str, rules: Rules | None = None, device: torch.device | str = "cpu") -> Player:
+    """``optimal``, ``greedy``, ``random``, ``winseeking``, ``endgame:NAME`` (see
+    :func:`~yahtzee_lightning.players.make_player`), or a trained agent: a local agent folder or a hub id."""
+    return make_player(name_or_path, rules, device, load=load_agent)
+
+
+def player_factory(name_or_path: str, rules: Rules, device: torch.device | str) -> Callable[[], Player]:
+    """A callable that makes a fresh player of that name each time: one per opponent seat of an env."""
+    return partial(resolve_player, name_or_path, rules, device)
+
+
+__all__ = ["load_agent", "player_factory", "resolve_player"]
