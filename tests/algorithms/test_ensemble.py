@@ -5,6 +5,7 @@ import re
 import lightning as L
 import pytest
 import torch
+from quick_fit import fit_quietly
 
 from yahtzee_lightning.algorithms import A2C, PPO, AnchoredPPO, Distill, Reinforce
 
@@ -37,13 +38,7 @@ def _train(cls, updates: int, **kwargs) -> tuple[L.LightningModule, dict[int, li
         return stats
 
     model.update = recorded
-    L.Trainer(
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        limit_val_batches=0,
-    ).fit(model)
+    fit_quietly(model)
     return model, losses
 
 
