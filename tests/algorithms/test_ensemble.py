@@ -6,8 +6,9 @@ import lightning as L
 import pytest
 import torch
 from quick_fit import fit_quietly
+from torchrl.objectives.value.functional import reward2go
 
-from yahtzee_lightning.algorithms import A2C, PPO, AnchoredPPO, Distill, Reinforce
+from yahtzee_lightning.algorithms import A2C, PPO, AnchoredPPO, Distill, OnPolicyAlgorithm, Reinforce
 
 # Five boxes (15 steps a game, solved in a blink) and a tiny network: every update is milliseconds.
 TINY = {
@@ -148,3 +149,27 @@ def test_an_ensemble_from_the_command_line_logs_resumes_and_exports_its_members(
 def test_settings_that_change_the_shared_games_cannot_differ():
     with pytest.raises(ValueError, match="ensemble member 1: teacher_mix cannot differ"):
         Distill(**TINY, ensemble=[{}, {"teacher_mix": 0.5}])
+
+
+class ScaledPolicyGradient(OnPolicyAlgorithm):
+    """A new algorithm as CONTRIBUTING.md describes one: a setting of its own and an ``update``."""
+
+    def __init__(self, scale: float = 1.0, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.save_hyperparameters()
+
+    def update(self, batch, coefs):
+        flat = batch.reshape(-1)
+        returns = reward2go(batch["next", "reward"], batch["next", "done"], coefs["gamma"]).reshape(-1)
+        log_prob, value, ent_keep, ent_box = self.evaluate_actions(flat)
+        advantage = returns - value.detach()
+        loss = -(self.hparams.scale * log_prob * advantage).mean() + (returns - value).pow(2).mean()
+        grad_norm, clipped = self.step_optimizer(loss)
+        return self.update_stats(loss, {"scaled": loss}, advantage, value, returns, grad_norm, clipped)
+
+
+def test_a_new_algorithm_gets_ensembles_and_per_member_settings_of_its_own():
+    a, a_losses = _train(ScaledPolicyGradient, 4, ensemble={"scale": [1.0, 1.0]})
+    b, b_losses = _train(ScaledPolicyGradient, 4, ensemble={"scale": [1.0, 3.0]})
+    assert a_losses[0] == b_losses[0] and a_losses[1] != b_losses[1]
+    assert [m["settings"]["scale"] for m in b.member_results()] == [1.0, 3.0]
