@@ -12,7 +12,7 @@ prints where the time of a training step goes: the environment, the network's fo
 the backward pass, the optimiser, logging and the rest of Lightning.
 
     python benchmarks/bench_ensemble.py [--config conf/a2c_cpu.yaml] [--members 8] [--updates 24]
-        [--rounds 2] [--breakdown 1 8 32] [--json out.json]
+        [--rounds 2] [--breakdown 1 8 32] [--accelerator cpu] [--json out.json]
 
 The last line printed: ``ensemble K=8 vs 8 single runs: <ratio>x games/s``.
 """
@@ -49,11 +49,13 @@ def build(config: Path, updates: int, seed: int, ensemble: int | None) -> L.Ligh
     return cls(**args, ensemble=ensemble)
 
 
-def fit(model: L.LightningModule, logs: str) -> float:
+def fit(model: L.LightningModule, logs: str, accelerator: str = "cpu") -> float:
     """Wall-clock seconds of ``trainer.fit`` with the configs' two loggers, logging every step."""
     from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
     trainer = L.Trainer(
+        accelerator=accelerator,
+        devices=1,
         logger=[CSVLogger(logs), TensorBoardLogger(logs)],
         log_every_n_steps=1,
         enable_checkpointing=False,
@@ -67,17 +69,17 @@ def fit(model: L.LightningModule, logs: str) -> float:
     return time.perf_counter() - t
 
 
-def compare(config: Path, members: int, updates: int, rounds: int, logs: str) -> dict:
+def compare(config: Path, members: int, updates: int, rounds: int, logs: str, accelerator: str) -> dict:
     """Games per second of the ensemble and of the single runs, over ``rounds`` alternating rounds."""
     games = yaml.safe_load(config.read_text())["model"]["init_args"]["games_per_batch"] * updates * members
     wall = {"ensemble": 0.0, "single": 0.0}
-    fit(build(config, 2, 0, members), logs)  # warm-up: imports, tables, the oracle's solved table
+    fit(build(config, 2, 0, members), logs, accelerator)  # warm-up: imports, tables, the oracle's solved table
     for r in range(rounds):
         for side in ("ensemble", "single") if r % 2 == 0 else ("single", "ensemble"):
             if side == "ensemble":
-                wall[side] += fit(build(config, updates, 0, members), logs)
+                wall[side] += fit(build(config, updates, 0, members), logs, accelerator)
             else:
-                wall[side] += sum(fit(build(config, updates, k, None), logs) for k in range(members))
+                wall[side] += sum(fit(build(config, updates, k, None), logs, accelerator) for k in range(members))
             print(f"  round {r + 1} {side}: {wall[side]:.1f} s so far", flush=True)
     rate = {side: rounds * games / s for side, s in wall.items()}
     return {
@@ -91,7 +93,7 @@ def compare(config: Path, members: int, updates: int, rounds: int, logs: str) ->
     }
 
 
-def breakdown(config: Path, members: int, updates: int, logs: str) -> dict:
+def breakdown(config: Path, members: int, updates: int, logs: str, accelerator: str) -> dict:
     """Shares of a profiled fit's wall clock: environment, the collection's policy (the stacked
     network and the sampling), the update's forward and loss, its backward pass, its optimiser
     (clipping and Adam), the diagnosis and metrics of each update, logging, and the rest
@@ -99,7 +101,7 @@ def breakdown(config: Path, members: int, updates: int, logs: str) -> dict:
     model = build(config, updates, 0, members)
     profiler = cProfile.Profile()
     profiler.enable()
-    total = fit(model, logs)
+    total = fit(model, logs, accelerator)
     profiler.disable()
     seconds: dict[str, float] = {}
     for (filename, _, function), (_, _, _, cumulative, _) in pstats.Stats(profiler).stats.items():
@@ -135,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--updates", type=int, default=24, help="updates per run (and of the ensemble)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--breakdown", type=int, nargs="*", default=[], help="ensemble sizes to profile")
+    parser.add_argument("--accelerator", default="cpu", help="Lightning's accelerator (cpu, gpu)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     if args.members < 1 or args.updates < 1 or args.rounds < 1:
@@ -146,17 +149,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as logs:
         rows = []
         if args.breakdown:
-            fit(build(args.config, 2, 0, 1), logs)  # warm-up: imports, tables, the oracle's solved table
+            fit(build(args.config, 2, 0, 1), logs, args.accelerator)  # warm-up: imports, tables, the solved table
         for k in args.breakdown:
-            b = breakdown(args.config, k, args.updates, logs)
+            b = breakdown(args.config, k, args.updates, logs, args.accelerator)
             rows.append(b)
             shares = ", ".join(
                 f"{part} {100 * share:.0f} %" for part, share in b.items() if part not in ("members", "seconds")
             )
             print(f"K={k}: {b['seconds']:.1f} s profiled; {shares}", flush=True)
-        r = compare(args.config, args.members, args.updates, args.rounds, logs)
+        r = compare(args.config, args.members, args.updates, args.rounds, logs, args.accelerator)
     rows.append(r)
-    write_json(args.json, "ensemble", rows)
+    write_json(args.json, "ensemble", rows, accelerator=args.accelerator)
     print(
         f"{r['config']}: ensemble {r['ensemble_games_per_s']:.0f} games/s, "
         f"{r['members']} single runs {r['single_games_per_s']:.0f} games/s"
