@@ -340,6 +340,7 @@ class Ensemble:
             ]
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        super().on_load_checkpoint(checkpoint)
         members = checkpoint.get("yahtzee_lightning", {}).get("members")
         if members and self.members is not None:
             scores = [m.get("last_eval_score") for m in members]

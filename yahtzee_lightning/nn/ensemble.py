@@ -95,12 +95,17 @@ class StackedNet(nn.Module):
             elif any(True for _ in module.parameters(recurse=False)):
                 raise ValueError(f"StackedNet cannot batch {name} ({type(module).__name__}): it has weights")
         self._loaded = False
+        self._device = next(template.parameters()).device
 
     @torch.no_grad()
     def load_(self, nets: Sequence[nn.Module]) -> StackedNet:
         """Take the members' current weights (a copy: call it again after they change)."""
         if len(nets) != self.members:
             raise ValueError(f"a StackedNet of {self.members} members was given {len(nets)} networks")
+        device = next(nets[0].parameters()).device
+        if self._device != device:  # its own buffers (a dice embedding's position code) follow the members
+            self.net.to(device)
+            self._device = device
         for name, twin in self._twins.items():
             twin.load_([net.get_submodule(name) for net in nets])
         self._loaded = True
