@@ -110,8 +110,10 @@ def compare(config: Path, members: int, updates: int, rounds: int, logs: str, ac
 def breakdown(config: Path, members: int, updates: int, logs: str, accelerator: str) -> dict:
     """Shares of a profiled fit's wall clock: environment, the collection's policy (the stacked
     network and the sampling), the update's forward and loss, its backward pass, its optimiser
-    (clipping and Adam), the diagnosis and metrics of each update, logging, and the rest
-    (Lightning's loop). From cProfile's cumulative times; the parts do not overlap."""
+    (clipping and Adam), the exact diagnosis of ``diagnose_games`` games (the oracle and a
+    forward pass), the other metrics of each update (a forward pass for the KL, action counts),
+    logging, and the rest (Lightning's loop). From cProfile's cumulative times; the parts do not
+    overlap."""
     model = build(config, updates, 0, members)
     profiler = cProfile.Profile()
     profiler.enable()
@@ -129,15 +131,17 @@ def breakdown(config: Path, members: int, updates: int, logs: str, accelerator: 
 
     backward = cum("module.py:manual_backward")
     optimiser = sum(v for k, v in seconds.items() if k.endswith(":step_optimizer")) - backward
-    logging = cum("module.py:log", "logger_connector.py:update_train_step_metrics")
+    logging = cum("module.py:log", "logger_connector.py:update_train_step_metrics", "ensemble.py:_write_steps")
     learn = max(v for k, v in seconds.items() if k.endswith(":learn"))
+    diagnosis = sum(v for k, v in seconds.items() if k.endswith(":diagnose"))
     parts = {
         "environment": cum("common.py:step", "common.py:reset", "common.py:step_mdp"),
         "collection policy": cum("policy.py:forward"),
         "update forward+loss": cum("update") - backward - optimiser,
         "backward": backward,
         "optimiser": optimiser,
-        "diagnosis+metrics": learn - cum("update") - cum("module.py:log"),
+        "diagnosis": diagnosis,
+        "metrics": learn - cum("update") - diagnosis - cum("module.py:log", "ensemble.py:_write_steps"),
         "logging": logging,
     }
     parts["Lightning+rest"] = total - sum(parts.values())
