@@ -7,6 +7,7 @@ import torch
 
 from yahtzee_lightning.cli import main
 from yahtzee_lightning.evaluation import evaluate, to_json
+from yahtzee_lightning.evaluation.report import table_rows
 from yahtzee_lightning.game import BOX_NAMES, Rules
 from yahtzee_lightning.hub import YahtzeeAgent
 from yahtzee_lightning.nn import PolicyValueNet
@@ -30,6 +31,17 @@ def test_regret_of_the_optimum_is_zero_and_greedy_regret_adds_up(default_table):
     assert abs(s["regret"]["per_game_mean"] - gap) < 4 * s["score"]["se"]
     assert s["regret"]["keep_mean"] > 0 and s["regret"]["box_mean"] > 0
     assert abs(sum(b["first_box_share"] for b in s["boxes"].values()) - 1) < 1e-9
+
+
+def test_table_breaks_the_regret_down_by_box_and_by_turn(default_table):
+    res = evaluate(GreedyPlayer(), games=100, seed=3)
+    rows = {r[0]: r[1:] for r in table_rows(res)}
+    by_box = [float(v[0]) for k, v in rows.items() if k.startswith("regret scoring ")]
+    by_turn = [float(v[0]) for k, v in rows.items() if k.startswith("regret in turn ")]
+    assert len(by_box) == 13 and len(by_turn) == 13
+    total = res["summary"]["regret"]["per_game_mean"]
+    assert abs(sum(by_box) - total) < 0.1 and abs(sum(by_turn) - total) < 0.1  # both split the same total
+    assert rows["regret in turn 1"][1] == "-"  # the optimal player's column loses nothing
 
 
 def test_reduced_game_summary():

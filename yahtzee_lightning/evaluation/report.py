@@ -44,6 +44,19 @@ def table_rows(result: dict) -> list[list[str]]:
         rows.append([f"{box} first-box share", *(f"{100 * s['boxes'][box]['first_box_share']:.1f} %" for _, s in cols)])
     for t in cols[0][1]["p_score_at_least"]:
         rows.append([f"P(score >= {t})", *(f"{100 * s['p_score_at_least'][t]:.2f} %" for _, s in cols)])
+    rows += regret_rows(cols)
+    return rows
+
+
+def regret_rows(cols: list[tuple[str, dict]]) -> list[list[str]]:
+    """Where the agent's points go against the optimum: regret per game by box scored and by turn
+    (each breakdown sums to the regret per game); none without a regret oracle."""
+    if "regret" not in cols[0][1]:
+        return []
+    regret = cols[0][1]["regret"]
+    blank = ["-"] * (len(cols) - 1)  # the optimal player loses nothing
+    rows = [[f"regret scoring {box}", f"{lost:.2f}", *blank] for box, lost in regret["by_box"].items()]
+    rows += [[f"regret in turn {t + 1}", f"{lost:.2f}", *blank] for t, lost in enumerate(regret["by_turn"])]
     return rows
 
 
