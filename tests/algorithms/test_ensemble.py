@@ -89,6 +89,7 @@ def test_members_have_their_own_settings_optimisers_and_results():
         ({"size": 3, "lr": [1e-3]}, "ensemble.lr has 1 values for 3 members"),
         ([{"seed": 0}, {"d_h": 32}], "ensemble member 1: d_h cannot differ"),
         ([{"games_per_batch": 4}], "ensemble member 0: games_per_batch cannot differ"),
+        ([{}, {"algorithm": "PPO"}], "ensemble member 1: algorithm cannot differ"),
         ([{"clip_epsilon": 0.1}], "ensemble member 0: A2C has no setting 'clip_epsilon'"),
         ([{"seed": 0}, {"lr": -1.0}], "ensemble member 1: lr must be > 0"),
         (True, "ensemble must be a member count"),
