@@ -139,6 +139,10 @@ def test_an_ensemble_from_the_command_line_logs_resumes_and_exports_its_members(
         last = capsys.readouterr().err.strip().splitlines()[-1]  # argparse's usage, then one line
         assert last.startswith("yahtzee-lightning export: error: ") and re.search(message, last)
     assert not (tmp_path / "none").exists()
+    # Resuming with other members is refused, naming the setting.
+    with pytest.raises(SystemExit) as exit_:
+        _fit(tmp_path, "a2c.yaml", "--model.init_args.ensemble=3", "--ckpt_path=last")
+    assert exit_.value.code == 2 and "ensemble=3" in capsys.readouterr().err
     # A bad ensemble on the command line: one line naming it, nothing trained.
     with pytest.raises(SystemExit) as exit_:
         _fit(tmp_path / "bad", "a2c.yaml", "--model.init_args.ensemble=0")
