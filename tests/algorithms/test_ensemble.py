@@ -178,3 +178,16 @@ def test_a_new_algorithm_gets_ensembles_and_per_member_settings_of_its_own():
     b, b_losses = _train(ScaledPolicyGradient, 4, ensemble={"scale": [1.0, 3.0]})
     assert a_losses[0] == b_losses[0] and a_losses[1] != b_losses[1]
     assert [m["settings"]["scale"] for m in b.member_results()] == [1.0, 3.0]
+
+
+def test_every_member_is_evaluated_and_its_results_read_back_by_index():
+    L.seed_everything(0, verbose=False)
+    model = A2C(**{**TINY, "final_eval_games": 4, "eval_games": 4}, total_games=4, ensemble=2)
+    L.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False).fit(
+        model
+    )
+    results = model.member_results()
+    assert [r["member"] for r in results] == [0, 1] and [r["settings"]["seed"] for r in results] == [0, 1]
+    assert all(isinstance(r["last_eval_score"], float) for r in results)
+    assert [r["final_evaluation"]["summary"]["games"] for r in results] == [4, 4]
+    assert model.final_evaluation == [r["final_evaluation"] for r in results]
