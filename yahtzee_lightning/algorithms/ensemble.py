@@ -15,10 +15,11 @@ member as ``self.net`` and its settings as ``self.hparams`` (:meth:`Ensemble.as_
 algorithm's loss, its schedules, its own Adam and learning-rate schedule (one optimiser per
 member), gradient clipping, the diagnostics and the evaluations. So every algorithm built on
 :class:`~.base.OnPolicyAlgorithm` gets an ensemble without code of its own, and a member learns
-exactly as the single run with its settings would: its weights start from its own seed, its
-games and its update see nothing of the other members (the action samples and minibatch orders
-of all members come from the process's generator in amounts that do not depend on any member's
-weights). A one-member ensemble is the single run with that seed.
+as the single run with its settings would, independently of the others: its weights start from
+its own seed, its games' dice come from its own generator, and its update sees only its games.
+(The action samples and minibatch orders of all members come from the process's generator, in
+amounts that do not depend on any member's weights or settings: changing one member changes
+nothing of the others.) A one-member ensemble is exactly the single run with that seed.
 
 Logged per member under ``member_K/`` (``member_0/train/loss``, ``member_2/eval/mean_score``),
 plus ``ensemble/eval_mean_score_{mean,min,max}`` at every evaluation. ``member_results()``
