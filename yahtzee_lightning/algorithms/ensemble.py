@@ -18,7 +18,8 @@ member), gradient clipping, the diagnostics and the evaluations. So every algori
 as the single run with its settings would, independently of the others: its weights start from
 its own seed, its games' dice come from its own generator, and its update sees only its games.
 (The action samples and minibatch orders of all members come from the process's generator, in
-amounts that do not depend on any member's weights or settings: changing one member changes
+amounts that depend on no member's weights and on no setting but ``epochs`` and
+``games_per_minibatch``: changing a member's seed, ``lr``, loss weights or schedules changes
 nothing of the others.) A one-member ensemble is exactly the single run with that seed.
 
 Logged per member under ``member_K/`` (``member_0/train/loss``, ``member_2/eval/mean_score``),
