@@ -160,7 +160,8 @@ def test_a_users_algorithm_by_import_path(tmp_path, monkeypatch):
     assert "train/loud_updates" in metrics
 
 
-def test_two_process_ddp_on_cpu(tmp_path):
+@pytest.mark.parametrize("ensemble", [[], ["--model.init_args.ensemble=2"]], ids=["single", "ensemble"])
+def test_two_process_ddp_on_cpu(tmp_path, ensemble):
     paths = os.pathsep.join([str(Path(__file__).parent), str(ROOT)])  # ROOT: the tree under test, not the installed one
     env = dict(os.environ, RANK_DIGEST_DIR=str(tmp_path), PYTHONPATH=paths)
     cmd = [
@@ -178,6 +179,7 @@ def test_two_process_ddp_on_cpu(tmp_path):
         "--trainer.devices=2",
         "--trainer.accelerator=cpu",
         "--model.init_args.total_games=96",
+        *ensemble,  # each rank trains every member on its own games; each member's gradients averaged
     ]
     subprocess.run(cmd, cwd=tmp_path, env=env, check=True, timeout=300, capture_output=True)
     r0 = json.loads((tmp_path / "rank0.json").read_text())

@@ -72,6 +72,23 @@ def test_same_seed_same_games():
     assert torch.equal(env.rollout(39, policy=_first_legal_box)[K.DICE], a[K.DICE])
 
 
+@pytest.mark.parametrize("start_card", ["empty", "random"])
+def test_a_list_of_seeds_gives_each_block_of_games_its_own_dice(start_card):
+    def play(seeds):
+        env = YahtzeeEnv(8 * len(seeds), seed=seeds, task="single_turn", start_card=start_card)
+        return env.rollout(3, policy=_first_legal_box)
+
+    one, three, other = play([5]), play([5, 6, 7]), play([9, 6, 8])
+    single = YahtzeeEnv(8, seed=5, task="single_turn", start_card=start_card).rollout(3, policy=_first_legal_box)
+    for key in (K.DICE, K.CARD):
+        assert torch.equal(one[key], single[key])  # one seed in a list plays as that seed alone
+        assert torch.equal(three[key][:8], single[key])  # a block's games do not depend on the other seeds
+        assert torch.equal(three[key][8:16], other[key][8:16])
+    assert not torch.equal(three[K.DICE][16:], other[K.DICE][16:])
+    with pytest.raises(ValueError, match="equal blocks: 10 games, 3 seeds"):
+        YahtzeeEnv(10, seed=[1, 2, 3])
+
+
 def _at_scoring(env):
     td = env.reset()
     for _ in range(2):

@@ -11,8 +11,9 @@ and a checkpoint follows.
 
 The class is composed by concern, each part in a module named for it: :mod:`.settings` (checks,
 network, budget, schedules), :mod:`.collection` (the env and the batch), :mod:`.policy_gradient`
-(the pieces of the losses), :mod:`.diagnosis` (regret against the exact oracle) and
-:mod:`.evaluation` (the evaluations and their opponents). This module holds the Lightning
+(the pieces of the losses), :mod:`.diagnosis` (regret against the exact oracle),
+:mod:`.evaluation` (the evaluations and their opponents) and :mod:`.ensemble` (K members in one
+run: it comes first, and runs the other parts once per member). This module holds the Lightning
 module itself: its settings, hooks, optimizer, and the update loop that ties the parts together.
 """
 
@@ -35,6 +36,7 @@ from ..schedules import lr_factor
 from ..solver import TurnOracle
 from .collection import Collection, _Once, _Players, _Updates
 from .diagnosis import Diagnosis
+from .ensemble import Ensemble
 from .evaluation import Evaluation
 from .policy_gradient import PolicyGradient, masked_mean, read_stats
 from .settings import Settings
@@ -42,7 +44,7 @@ from .settings import Settings
 __all__ = ["OnPolicyAlgorithm", "masked_mean", "read_stats", "_Once", "_Players", "_Updates"]
 
 
-class OnPolicyAlgorithm(Settings, Collection, PolicyGradient, Diagnosis, Evaluation, L.LightningModule):
+class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosis, Evaluation, L.LightningModule):
     """Base of REINFORCE, A2C and PPO; hyperparameters: docs/hyperparameters.md.
 
     Task: ``task`` (full_game or single_turn), ``start_card`` (single turn: empty or random),
@@ -67,6 +69,7 @@ class OnPolicyAlgorithm(Settings, Collection, PolicyGradient, Diagnosis, Evaluat
     with ``reward`` (win, margin, fixed_target, moving_target, score); use features that see the
     opponents (the ``two_player`` preset). ``eval_opponent``: whom the evaluations play (default:
     the training opponent; in self-play, where that would always be about half, ``optimal``).
+    ``ensemble``: K members trained at once, each with its own seed and settings (:mod:`.ensemble`).
     """
 
     def __init__(
@@ -116,6 +119,7 @@ class OnPolicyAlgorithm(Settings, Collection, PolicyGradient, Diagnosis, Evaluat
         value_lr_scale: float = 1.0,
         diagnose_games: int = 16,
         seed: int = 0,
+        ensemble: int | list[dict[str, Any]] | dict[str, list[Any]] | None = None,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -125,6 +129,7 @@ class OnPolicyAlgorithm(Settings, Collection, PolicyGradient, Diagnosis, Evaluat
         self.net = self.build_network()
         if init_from:
             self._load_network(init_from)
+        self.build_ensemble()
         self.register_buffer("updates_done", torch.zeros((), dtype=torch.int64))
         self._players: _Players | None = None  # env and policy of collection, built on first use
         self.last_batch: TensorDictBase | None = None  # the preallocated rollout, refilled every update
@@ -139,6 +144,7 @@ class OnPolicyAlgorithm(Settings, Collection, PolicyGradient, Diagnosis, Evaluat
             "devices": self.world_size,
             "accelerator": self.device.type,
         }
+        self.save_members(checkpoint)
 
     # -------------------------------------------------------------- lightning
     def setup(self, stage: str) -> None:
@@ -151,6 +157,8 @@ class OnPolicyAlgorithm(Settings, Collection, PolicyGradient, Diagnosis, Evaluat
             self.trainer.fit_loop.max_epochs = budget if asked in (None, -1, 1000) else min(asked, budget)
 
     def configure_optimizers(self) -> Any:
+        if self.in_ensemble():
+            return self.ensemble_configure_optimizers(self.configure_optimizers)
         # foreach: one kernel per operation over all parameters rather than one per parameter
         # (the same arithmetic; torch only picks it by default on CUDA).
         h = self.hparams
@@ -187,6 +195,8 @@ class OnPolicyAlgorithm(Settings, Collection, PolicyGradient, Diagnosis, Evaluat
 
     def learn(self, batch: TensorDictBase) -> None:
         """The update on a freshly collected batch, its schedules and its metrics."""
+        if self.in_ensemble():
+            return self.ensemble_learn(self.learn, batch)
         beta_roll, beta_score = self.entropy_coefs()
         coefs = {"beta_roll": beta_roll, "beta_score": beta_score, "gamma": self.gamma()}
         stats = self.diagnose(batch) | self.update(batch, coefs)

@@ -113,9 +113,10 @@ def next_steps(trainer: L.Trainer, model: Any) -> str:
         path = str(Path(path).resolve().relative_to(Path.cwd().resolve()))
     lines = [f"checkpoint: {path}"]
     if isinstance(getattr(model, "net", None), PolicyValueNet):
+        member = " --member best" if getattr(model, "members", None) is not None else ""  # an ensemble: one member
         lines += [
             "next:",
-            f"  yahtzee-lightning export {path} my-agent --games 10000   # an agent folder, evaluated for its card",
+            f"  yahtzee-lightning export {path} my-agent{member} --games 10000   # an agent folder, with its card",
             "  yahtzee-lightning evaluate --agent my-agent --games 10000 --report reports/my-agent",
             "  yahtzee-lightning push my-agent --repo-id USER/my-agent    # share it on the Hugging Face Hub",
         ]

@@ -74,7 +74,12 @@ class Collection:
         """The TensorDict module that plays the games of a batch."""
         return PolicyModule(self.net)
 
-    def make_env(self, num_envs: int, seed: int) -> YahtzeeEnv:
+    def env_seed(self, seed: int) -> int:
+        """The collection env's seed for a run seeded ``seed``: per rank, and per resume point so
+        that a resumed run does not replay its first games."""
+        return seed + self.global_rank + 7919 * int(self.updates_done)
+
+    def make_env(self, num_envs: int, seed: int | list[int]) -> YahtzeeEnv:
         h = self.hparams
         if h.n_players >= 2:
             from ..env.multiplayer import MultiPlayerYahtzeeEnv
@@ -114,10 +119,8 @@ class Collection:
         none ends before the batch does.
         """
         if self._players is None:
-            h = self.hparams
-            # Seeded per rank, and per resume point so a resumed run does not replay its first games.
-            seed = h.seed + self.global_rank + 7919 * int(self.updates_done)
-            self._players = _Players(self.make_env(h.games_per_batch, seed=seed), self.collection_policy())
+            env = self.make_env(self.hparams.games_per_batch, seed=self.env_seed(self.hparams.seed))
+            self._players = _Players(env, self.collection_policy())
         steps = N_ROLLS * (1 if self.hparams.task == "single_turn" else self.rules.n_turns)
         env, policy = self._players.env, self._players.policy
         played = []

@@ -93,6 +93,9 @@ class Distill(OnPolicyAlgorithm):
             ``games_per_minibatch`` None = the whole batch.
     """
 
+    #: The teacher and its mix label and play the games that every member of an ensemble shares.
+    SHARED_SETTINGS = (*OnPolicyAlgorithm.SHARED_SETTINGS, "teacher", "teacher_mix", "teacher_mix_decay")
+
     def __init__(
         self,
         teacher: str = "auto",

@@ -20,8 +20,9 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 
 log = logging.getLogger(__name__)
 
-#: Settings fixed by a checkpoint besides the network's (``NETWORK_KEYS`` of the module's class).
-FIXED_ON_RESUME = ("lr",)
+#: Settings fixed by a checkpoint besides the network's (``NETWORK_KEYS`` of the module's class):
+#: the optimiser's ``lr``, and ``ensemble`` (the members it holds).
+FIXED_ON_RESUME = ("lr", "ensemble")
 
 
 class ResumeError(ValueError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Binary, Bounded, Categorical, Composite, Unbounded
@@ -76,7 +78,9 @@ class YahtzeeEnv(EnvBase):
         compile: (TorchRL's own keyword) compile ``step_and_maybe_reset`` with ``torch.compile``;
             on the CPU it does not pay (BENCHMARKS.md).
         device: where games, tables and outputs live.
-        seed: seeds the env's own generator.
+        seed: seeds the env's own generator; a list of K seeds gives each of K equal blocks of
+            games its own generator (the games of an ensemble's members: a member's dice do not
+            depend on the others' seeds; one seed in a list plays as that seed alone).
     """
 
     batch_locked = True
@@ -91,18 +95,24 @@ class YahtzeeEnv(EnvBase):
         start_card: str = "empty",
         validate_actions: bool = True,
         device: torch.device | str = "cpu",
-        seed: int | None = None,
+        seed: int | Sequence[int] | None = None,
     ) -> None:
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
+        if isinstance(seed, Sequence) and (not seed or num_envs % len(seed)):
+            raise ValueError(f"a list of seeds splits the games in equal blocks: {num_envs} games, {len(seed)} seeds")
         super().__init__(device=torch.device(device), batch_size=torch.Size([num_envs]))
         self.task = _choice("task", task, TASKS)
         self.keep_format = _choice("keep_format", keep_format, KEEP_FORMATS)
         self.start_card = _choice("start_card", start_card, START_CARDS)
         self.rules = rules if isinstance(rules, Rules) else Rules.from_dict(rules)
         self.validate_actions = validate_actions
-        self._generator = torch.Generator(device=self.device)
-        self._generator.manual_seed(int(torch.empty((), dtype=torch.int64).random_()) if seed is None else seed)
+        self._generator: torch.Generator | list[torch.Generator]
+        if isinstance(seed, Sequence):
+            self._generator = [torch.Generator(device=self.device).manual_seed(s) for s in seed]
+        else:
+            self._generator = torch.Generator(device=self.device)
+            self._generator.manual_seed(int(torch.empty((), dtype=torch.int64).random_()) if seed is None else seed)
         self._make_specs()
         self._state: GameState | None = None
         self._score: torch.Tensor | None = None  # each game's total, kept up to date by its rewards
@@ -144,7 +154,8 @@ class YahtzeeEnv(EnvBase):
     def _set_seed(self, seed: int | None) -> None:
         if seed is None:
             seed = int(torch.empty((), dtype=torch.int64).random_())
-        self._generator.manual_seed(seed)
+        for i, g in enumerate(self._generator if isinstance(self._generator, list) else [self._generator]):
+            g.manual_seed(seed + i)
 
     # ------------------------------------------------------------------ state
     def _start_states(self) -> GameState:

@@ -6,6 +6,7 @@ five dice ends the rolling early in effect (the dice stay), so every turn is thr
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
 import torch
@@ -44,8 +45,29 @@ class GameState:
         return GameState(**out)
 
 
+#: Where a batch's randomness comes from: the global generator (None), one generator, or one
+#: generator per equal block of the leading (games) dimension, so that each block of games (an
+#: ensemble member's) plays the same dice whatever the other blocks' generators were seeded with.
+Generators = torch.Generator | Sequence[torch.Generator] | None
+
+
+def draw(
+    make: Callable[..., torch.Tensor], shape: tuple[int, ...], device: torch.device | str | None, generator: Generators
+) -> torch.Tensor:
+    """``make(shape, device=, generator=)`` (``torch.rand`` or a ``torch.randint`` partial), by blocks
+    of the leading dimension when ``generator`` is a sequence (one call per generator)."""
+    if generator is None or isinstance(generator, torch.Generator):
+        return make(shape, device=device, generator=generator)
+    n = shape[0] // len(generator)
+    return torch.cat([make((n, *shape[1:]), device=device, generator=g) for g in generator])
+
+
+def _randint(high: int) -> Callable[..., torch.Tensor]:
+    return lambda shape, **kw: torch.randint(0, high, shape, **kw)
+
+
 def roll_dice(
-    shape: tuple[int, ...], device: torch.device | str | None = None, generator: torch.Generator | None = None
+    shape: tuple[int, ...], device: torch.device | str | None = None, generator: Generators = None
 ) -> torch.Tensor:
     """Multiset indices of fresh rolls of five dice."""
     return reroll(None, None, shape, device, generator)
@@ -56,13 +78,13 @@ def reroll(
     keep: torch.Tensor | None,
     shape: tuple[int, ...] | None = None,
     device: torch.device | str | None = None,
-    generator: torch.Generator | None = None,
+    generator: Generators = None,
 ) -> torch.Tensor:
     """Re-roll the dice not kept. ``keep`` is a pattern index (0..31) or None (roll all)."""
     if dice_idx is not None:
         shape, device = tuple(dice_idx.shape), dice_idx.device
     T = tables(device)
-    fresh = torch.randint(0, N_FACES, (*shape, N_DICE), device=device, generator=generator)
+    fresh = draw(_randint(N_FACES), (*shape, N_DICE), device, generator)
     if dice_idx is not None and keep is not None:
         fresh = torch.where(take(T.keep_bits, keep), take(T.dice, dice_idx) - 1, fresh)
     code = (fresh * _powers(device)).sum(-1)
@@ -93,7 +115,7 @@ def new_games(
     shape: tuple[int, ...],
     rules: Rules,
     device: torch.device | str | None = None,
-    generator: torch.Generator | None = None,
+    generator: Generators = None,
     card: torch.Tensor | None = None,
 ) -> GameState:
     """Games at the first roll of their first turn (or of the given, partly filled ``card``)."""
@@ -114,7 +136,7 @@ def random_partial_cards(
     shape: tuple[int, ...],
     rules: Rules,
     device: torch.device | str | None = None,
-    generator: torch.Generator | None = None,
+    generator: Generators = None,
 ) -> torch.Tensor:
     """Cards with a uniform number (0..n-1) of boxes in play filled, each scored on a random roll.
 
@@ -124,8 +146,8 @@ def random_partial_cards(
     card = empty_card(shape, rules, device)
     in_play = torch.tensor(rules.boxes, device=device)
     n = len(rules.boxes)
-    k = torch.randint(0, n, shape, device=device, generator=generator)
-    rank = torch.rand((*shape, n), device=device, generator=generator).argsort(-1).argsort(-1)
+    k = draw(_randint(n), shape, device, generator)
+    rank = draw(torch.rand, (*shape, n), device, generator).argsort(-1).argsort(-1)
     fill = rank < k.unsqueeze(-1)
     dice = roll_dice((*shape, n), device, generator)
     base = tables(device).base_scores[dice].gather(-1, in_play.expand(*shape, n).unsqueeze(-1)).squeeze(-1)
@@ -146,7 +168,7 @@ def step(
     keep: torch.Tensor,
     box: torch.Tensor,
     rules: Rules,
-    generator: torch.Generator | None = None,
+    generator: Generators = None,
 ) -> StepResult:
     """Advance every game by one decision: ``keep`` where ``roll < 2``, ``box`` where ``roll == 2``.
 

@@ -50,6 +50,7 @@ def _training_lines(training: dict) -> list[str]:
     """How the agent was trained, in words, before the raw JSON."""
     facts = [
         ("algorithm", "Algorithm"),
+        ("member", "Ensemble member"),
         ("command", "Training command"),
         ("games", "Training games"),
         ("wall_clock", "Wall clock"),

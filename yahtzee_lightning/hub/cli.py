@@ -16,12 +16,14 @@ if TYPE_CHECKING:  # torch and the hub client load after parsing, so that --help
 NET_PREFIX = "net."
 
 
-def agent_from_checkpoint(path: str | Path) -> YahtzeeAgent:
+def agent_from_checkpoint(path: str | Path, member: str | None = None) -> YahtzeeAgent:
     """The network of a Lightning checkpoint (loaded with ``weights_only=True``: no unpickling).
 
     A small adapter over the checkpoint layout: the module's ``hyper_parameters`` give the network's
     constructor arguments, ``state_dict`` entries under ``net.`` its weights, and the
     ``yahtzee_lightning`` entry (written by ``on_save_checkpoint``) the training facts for the card.
+    An ensemble's checkpoint holds every member (under ``members.K.``): ``member`` picks one, by
+    index or ``best`` (the best last evaluation), and the card says which and how it was chosen.
     """
     import torch
 
@@ -44,7 +46,14 @@ def agent_from_checkpoint(path: str | Path) -> YahtzeeAgent:
         net = PolicyValueNet(**cls.network_kwargs(hparams))
     except (TypeError, ValueError) as e:
         raise AgentFormatError(f"{path}: {algorithm}'s hyperparameters do not build a PolicyValueNet ({e})") from e
-    state = {k.removeprefix(NET_PREFIX): v for k, v in ckpt["state_dict"].items() if k.startswith(NET_PREFIX)}
+    prefix = NET_PREFIX
+    if member is not None and "members" not in info:
+        raise AgentFormatError(f"--member {member}: {path} is a single run, not an ensemble")
+    if "members" in info:
+        k, info["member"] = choose_member(info["members"], member, path)
+        hparams = {**hparams, **info.pop("members")[k]["settings"]}
+        prefix = f"members.{k}."
+    state = {k.removeprefix(prefix): v for k, v in ckpt["state_dict"].items() if k.startswith(prefix)}
     try:
         check_weights(net, state, path)
     except AgentFormatError as e:
@@ -53,6 +62,25 @@ def agent_from_checkpoint(path: str | Path) -> YahtzeeAgent:
     info.setdefault("games", int(ckpt["state_dict"].get("updates_done", 0)) * hparams["games_per_batch"])
     info["hyperparameters"] = {k: v for k, v in hparams.items() if not k.startswith("_")}
     return YahtzeeAgent(net.eval(), training=info)
+
+
+def choose_member(members: list[dict], member: str | None, path: Path) -> tuple[int, str]:
+    """The index of the asked ensemble member (``k`` or ``best``), and how the card tells it."""
+    from .agent import AgentFormatError
+
+    n = len(members)
+    if member is None:
+        raise AgentFormatError(f"{path} holds an ensemble of {n} members: choose one with --member 0..{n - 1} or best")
+    if member == "best":
+        scores = [m.get("last_eval_score") for m in members]
+        if all(s is None for s in scores):
+            raise AgentFormatError(f"--member best: no member of {path} has been evaluated yet; choose one by index")
+        k = max(range(n), key=lambda i: -float("inf") if scores[i] is None else scores[i])
+        told = ", ".join("-" if s is None else f"{s:.2f}" for s in scores)
+        return k, f"{k} of {n}, the best last evaluation (mean score per member: {told})"
+    if not member.isdigit() or int(member) >= n:
+        raise AgentFormatError(f"--member {member}: {path} has members 0..{n - 1} (or: best)")
+    return int(member), f"{member} of {n}, chosen by index"
 
 
 def export_main(argv: list[str] | None = None) -> int:
@@ -70,6 +98,7 @@ def export_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hardware", default=None, help="training hardware, for the card (default: this machine)")
     parser.add_argument("--config", default=None, help="the training YAML, copied next to the agent")
     parser.add_argument("--command", default=None, help="the training command, for the card")
+    parser.add_argument("--member", default=None, help="an ensemble's member to export: its index, or best")
     args = parser.parse_args(argv)
     if args.games < 0:
         parser.error(f"--games must be >= 0, got {args.games}")
@@ -81,7 +110,7 @@ def export_main(argv: list[str] | None = None) -> int:
     check_seed(args.seed, parser)
     check_folder_target(Path(args.directory), parser)
     try:
-        agent = agent_from_checkpoint(args.checkpoint)
+        agent = agent_from_checkpoint(args.checkpoint, args.member)
     except (AgentError, FileNotFoundError) as e:
         parser.error(str(e))
     except pickle.UnpicklingError as e:  # weights_only refused an object: never fall back to full unpickling

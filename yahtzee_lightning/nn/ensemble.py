@@ -1,0 +1,118 @@
+"""K networks of one shape evaluated as one: the forward pass of an ensemble's collection.
+
+An ensemble trains K independent :class:`PolicyValueNet` members (each with its own weights and
+optimiser); what they share is the per-step cost of playing. :class:`StackedNet` holds a copy of
+the members' weights stacked on a leading dimension and evaluates them in one call: a batch of
+``K * N`` observations, member-major (member ``k``'s games are rows ``k*N .. (k+1)*N - 1``),
+gives the outputs a single network would, member ``k``'s rows computed with member ``k``'s weights.
+
+It is the network's own code that runs: a copy of one member in which every layer with weights
+(``Linear``, ``LayerNorm``, ``Embedding``) is replaced by a member-batched twin that reads its
+input as ``(K, N, ...)`` (a batched matrix product, ``torch.baddbmm``); every other operation
+of the forward pass (activations, the box mask, the value's ELU, concatenations) acts row by
+row and needs no change. (``torch.vmap`` over ``torch.func.functional_call`` gives the same, but
+its per-call overhead doubled the forward's time at 64 games a member on the CPU.)
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+import torch
+from tensordict import TensorDictBase
+from torch import nn
+from torch.nn import functional as F
+
+from .network import PolicyValueNet
+
+
+class _Batched(nn.Module):
+    """A layer of K members: its weights ``(K, ...)`` (plain tensors, refreshed by ``load_``)."""
+
+    def __init__(self, layer: nn.Module, members: int) -> None:
+        super().__init__()
+        self.members = members
+        self.layer = layer  # the member's layer: its settings (eps, padding ...), never its weights
+        self.weights: dict[str, torch.Tensor] = {}
+
+    def load_(self, layers: Sequence[nn.Module]) -> None:
+        for name, _ in self.layer.named_parameters(recurse=False):
+            self.weights[name] = torch.stack([getattr(m, name).detach() for m in layers])
+
+    def split(self, x: torch.Tensor) -> torch.Tensor:
+        """``(K * N, ...)`` rows as ``(K, N * ...)``: each member's rows in one matrix."""
+        return x.reshape(self.members, -1, x.shape[-1])
+
+
+class _Linear(_Batched):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w = self.weights["weight"].transpose(1, 2)
+        y = torch.baddbmm(self.weights["bias"].unsqueeze(1), self.split(x), w) if "bias" in self.weights else None
+        y = y if y is not None else torch.bmm(self.split(x), w)
+        return y.reshape(*x.shape[:-1], y.shape[-1])
+
+
+class _LayerNorm(_Batched):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.layer_norm(x, self.layer.normalized_shape, None, None, self.layer.eps)
+        if "weight" in self.weights:
+            y = self.split(y) * self.weights["weight"].unsqueeze(1) + self.weights["bias"].unsqueeze(1)
+        return y.reshape(x.shape)
+
+
+class _Embedding(_Batched):
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        table = self.weights["weight"]  # (K, n, d): member k's rows at k * n ..
+        offset = torch.arange(self.members, device=idx.device) * table.shape[1]
+        flat = idx.reshape(self.members, -1) + offset.unsqueeze(1)
+        return F.embedding(flat, table.reshape(-1, table.shape[-1])).reshape(*idx.shape, table.shape[-1])
+
+
+_TWINS = {nn.Linear: _Linear, nn.LayerNorm: _LayerNorm, nn.Embedding: _Embedding}
+
+
+class StackedNet(nn.Module):
+    """The members' forward pass as one call, on a stacked copy of their weights (refreshed by :meth:`load_`).
+
+    Built from ``template``, a network of the members' shape whose code runs (its weights never
+    do); its layers with weights must be ``Linear``, ``LayerNorm`` or ``Embedding``. Not trained:
+    the members are. ``train()`` / ``eval()`` reach its dropout as in a network.
+    """
+
+    def __init__(self, template: PolicyValueNet, members: int) -> None:
+        super().__init__()
+        self.members = members
+        self.net = copy.deepcopy(template)
+        self.config, self.rules, self.feature_names = template.config, template.rules, template.feature_names
+        self._twins: dict[str, _Batched] = {}
+        for name, module in list(self.net.named_modules()):
+            if type(module) in _TWINS:
+                twin = _TWINS[type(module)](module, members)
+                parent, _, attr = name.rpartition(".")
+                setattr(self.net.get_submodule(parent), attr, twin)
+                self._twins[name] = twin
+            elif any(True for _ in module.parameters(recurse=False)):
+                raise ValueError(f"StackedNet cannot batch {name} ({type(module).__name__}): it has weights")
+        self._loaded = False
+        self._device = next(template.parameters()).device
+
+    @torch.no_grad()
+    def load_(self, nets: Sequence[nn.Module]) -> StackedNet:
+        """Take the members' current weights (a copy: call it again after they change)."""
+        if len(nets) != self.members:
+            raise ValueError(f"a StackedNet of {self.members} members was given {len(nets)} networks")
+        device = next(nets[0].parameters()).device
+        if self._device != device:  # its own buffers (a dice embedding's position code) follow the members
+            self.net.to(device)
+            self._device = device
+        for name, twin in self._twins.items():
+            twin.load_([net.get_submodule(name) for net in nets])
+        self._loaded = True
+        return self
+
+    def forward(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """As :meth:`PolicyValueNet.forward` on ``K * N`` member-major observations."""
+        if not self._loaded:
+            raise RuntimeError("StackedNet.load_(members) before its first forward")
+        return self.net(obs)
