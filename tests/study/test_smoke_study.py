@@ -56,10 +56,11 @@ def test_the_smoke_study_runs_is_killed_resumes_and_reports(tmp_path, default_ta
     table = pd.read_csv(out / "results.csv")
     study, trials = json.loads((out / "study.json").read_text()).values()
     finals = table[table["stage"] == "final"]
-    assert len(finals) == len(trials) and set(finals["status"]) == {"done"}
+    assert len(finals) == sum(len(t["seeds"]) for t in trials) and set(finals["status"]) == {"done"}
+    assert finals.groupby("cell")["seed"].nunique().eq(2).all()  # every cell, both seeds (runs or members)
     assert finals["mean_score"].between(0, 1575).all() and finals["regret_per_game"].ge(0).all()
     evals = table[table["stage"] == "eval"]
-    assert evals.groupby("run_dir")["games"].nunique().eq(2).all()  # two evaluations each, none lost or doubled
+    assert evals.groupby(["run_dir", "seed"]).size().eq(2).all()  # two evaluations a member, none lost or doubled
 
     report = _study("report", str(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, err = report.communicate(timeout=120)

@@ -55,7 +55,7 @@ def test_cells_shared_by_ablations_run_once(tmp_path):
     path = _write(tmp_path, ablations=widths, exhibits={"F7": "all"})
     study = load_study(path)
     assert len(study.cells) == 3
-    assert len(plan_trials(study)) == 6  # 3 cells x 2 seeds, the shared cell once
+    assert sum(len(t.seeds) for t in plan_trials(study)) == 6  # 3 cells x 2 seeds, the shared cell once
 
 
 def _axes(axes: dict) -> dict:
@@ -122,7 +122,9 @@ def test_a_trial_logs_and_checkpoints_in_its_run_folder(tmp_path):
     config = trial_config(cell, [3], tmp_path / "run", {"model.init_args.lr": 0.01})
     assert config["seed_everything"] == 3 and config["model"]["init_args"]["seed"] == 3
     assert config["model"]["init_args"]["lr"] == 0.01
-    assert {lg["init_args"]["save_dir"] for lg in config["trainer"]["logger"]} == {str(tmp_path / "run")}
+    loggers = config["trainer"]["logger"]
+    assert {lg["init_args"]["save_dir"] for lg in loggers[:-1]} == {str(tmp_path / "run")}
+    assert loggers[-1]["class_path"].endswith("LatestMetrics")  # what an ensemble logs per member
     dirpaths = [cb["init_args"].get("dirpath") for cb in config["trainer"]["callbacks"]]
     assert str(tmp_path / "run" / "checkpoints") in dirpaths
     assert config["trainer"]["callbacks"][-1]["class_path"].endswith("StudyRecorder")
@@ -152,12 +154,16 @@ def test_the_frontier_and_the_confidence_interval():
 
 def test_the_ensemble_seam_makes_a_cells_seeds_members_of_one_trial(tmp_path):
     study = load_study(_write(tmp_path))
-    assert [t.seeds for t in plan_trials(study)] == [[0], [1], [0], [1]]  # no ensemble argument: runs
-    for cell in study.cells.values():
-        cell.accepts_ensemble = True
+    assert all(cell.accepts_ensemble for cell in study.cells.values())  # A2C takes it (through **kwargs)
     trials = plan_trials(study)
     assert [t.seeds for t in trials] == [[0, 1], [0, 1]] and trials[0].run_dir.endswith("seed0-1")
     config = trial_config(study.cells[trials[0].cell], trials[0].seeds, tmp_path, {})
     assert config["model"]["init_args"]["ensemble"] == [{"seed": 0}, {"seed": 1}]
     study.seeds_as = "runs"
+    assert [t.seeds for t in plan_trials(study)] == [[0], [1], [0], [1]]
+    study.seeds_as = "auto"
+    for cell in study.cells.values():
+        cell.accepts_ensemble = False  # an algorithm without an ensemble: runs
     assert len(plan_trials(study)) == 4
+    pbt = load_study(ROOT / "conf" / "study" / "pbt.yaml", "smoke")
+    assert all(len(t.seeds) == 1 for t in plan_trials(pbt) if t.experiment == "population")  # a scheduler: runs

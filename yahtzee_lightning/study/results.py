@@ -51,13 +51,13 @@ def _history(path: Path) -> list[dict[str, Any]]:
     """The evaluation lines of a run, the last one kept where a resumed run evaluated again."""
     if not path.exists():
         return []
-    rows: dict[float, dict[str, Any]] = {}
+    rows: dict[tuple[int, float], dict[str, Any]] = {}
     for line in path.read_text().splitlines():
         try:
             row = json.loads(line)
         except json.JSONDecodeError:  # a line cut short by a kill
             continue
-        rows[row.get("eval/games", row.get("epoch"))] = row
+        rows[(row.get("member", 0), row.get("eval/games", row.get("epoch")))] = row
     return [rows[k] for k in sorted(rows)]
 
 
@@ -119,14 +119,14 @@ def collect(out: str | Path) -> pd.DataFrame:
             "status": status,
             "error": error,
         }
+        evals = {m: [_eval_columns(h) for h in history if h.get("member", 0) == m] for m in range(len(t.seeds))}
         for member, seed in enumerate(t.seeds):
-            evals = [_eval_columns(h) for h in history if h.get("member", 0) == member]
-            rows += [{**ident, "seed": seed, "stage": "eval", **e} for e in evals]
+            rows += [{**ident, "seed": seed, "stage": "eval", **e} for e in evals[member]]
         if record is None:  # a member without a final evaluation: one row that says why
             rows += [{**ident, "seed": seed, "stage": "final"} for seed in t.seeds]
-        for seed, rec in _member_records(record, t.seeds) if record else []:
-            last = [_eval_columns(h) for h in history][-1:] or [{}]
-            carried = {k: last[0].get(k, math.nan) for k in ("entropy_roll", "entropy_score", "explained_variance")}
+        for member, (seed, rec) in enumerate(_member_records(record, t.seeds) if record else []):
+            last = evals[member][-1] if evals[member] else {}
+            carried = {k: last.get(k, math.nan) for k in ("entropy_roll", "entropy_score", "explained_variance")}
             final = final_columns(rec["summary"]) if rec.get("summary") else {}
             settings = {f"setting/{k}": v for k, v in (rec.get("settings") or {}).items()}
             row = {**ident, "seed": seed, "stage": "final", "games": rec.get("games"), **carried, **settings, **final}

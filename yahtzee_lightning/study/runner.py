@@ -29,7 +29,7 @@ OWNED = (PLAN, "runs", "ray", "report", "results.csv", "reference.json")
 POOL = "cells"  # the experiment of the ablations without a scheduler
 
 
-def seeds_per_trial(study: Study, cell: Cell, seeds: list[int]) -> list[list[int]]:
+def seeds_per_trial(study: Study, cell: Cell, seeds: list[int], scheduled: bool = False) -> list[list[int]]:
     """THE ENSEMBLE SEAM: how a cell's seeds are split into trials.
 
     Without the ensemble every seed is a run of its own (a trial each). Where the model class takes
@@ -38,9 +38,10 @@ def seeds_per_trial(study: Study, cell: Cell, seeds: list[int]) -> list[list[int
     :func:`.trial.trial_config` sets ``ensemble`` to a list of per-member overrides
     (``[{"seed": 0}, {"seed": 1}]``); :func:`.trial.final_record` reads ``final_evaluation`` as a
     list by member index; :mod:`.results` gives a history line to the member its ``member`` key
-    names (member 0 without one). ``seeds_as: runs`` keeps one trial per seed regardless.
+    names (member 0 without one). ``seeds_as: runs``, and a scheduler (it compares, stops and copies
+    trials), keep one trial per seed regardless.
     """
-    if study.seeds_as == "runs" or (study.seeds_as == "auto" and not cell.accepts_ensemble):
+    if scheduled or study.seeds_as == "runs" or (study.seeds_as == "auto" and not cell.accepts_ensemble):
         return [[s] for s in seeds]
     return [list(seeds)]
 
@@ -51,7 +52,7 @@ def plan_trials(study: Study) -> list[Trial]:
     for ab in study.ablations.values():
         experiment = ab.name if ab.scheduler else POOL
         for cell_id, _ in ab.cells:
-            for seeds in seeds_per_trial(study, study.cells[cell_id], ab.seeds):
+            for seeds in seeds_per_trial(study, study.cells[cell_id], ab.seeds, scheduled=bool(ab.scheduler)):
                 folder = "runs" if experiment == POOL else f"runs/{experiment}"
                 run_dir = f"{folder}/{cell_id}/seed{'-'.join(map(str, seeds))}"
                 trials.setdefault((experiment, cell_id, tuple(seeds)), Trial(experiment, cell_id, seeds, run_dir))

@@ -268,9 +268,10 @@ def _accepts_ensemble(class_path: str) -> bool:
     module, _, name = class_path.rpartition(".")
     try:
         cls = getattr(importlib.import_module(module), name)
-        return "ensemble" in inspect.signature(cls.__init__).parameters
-    except (ImportError, AttributeError, ValueError, TypeError):
+    except (ImportError, AttributeError, ValueError):
         return False
+    # An algorithm may take it through ``**kwargs`` from the class it extends.
+    return any("ensemble" in inspect.signature(c.__init__).parameters for c in cls.__mro__ if "__init__" in vars(c))
 
 
 def load_study(path: str | Path, profile: str | None = None) -> Study:

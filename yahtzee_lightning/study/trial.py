@@ -24,6 +24,7 @@ from typing import Any
 import lightning as L
 import torch
 import yaml
+from lightning.pytorch.loggers import Logger
 
 from .spec import Cell, compose
 
@@ -57,16 +58,43 @@ class StudyRecorder(L.Callback):
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.sanity_checking or not trainer.is_global_zero:
             return
-        row = evaluation_row(trainer, pl_module) | {f"setting/{k}": v for k, v in self.settings.items()}
+        settings = {f"setting/{k}": v for k, v in self.settings.items()}
+        rows = [row | settings for row in evaluation_rows(trainer, pl_module)]
         with open(self.run_dir / HISTORY, "a") as f:
-            f.write(json.dumps(row) + "\n")
+            f.writelines(json.dumps(row) + "\n" for row in rows)
         if in_tune_session():
             from ray import tune
 
+            report = dict(rows[0])  # a scheduler's metric: the members' mean in an ensemble
+            report["eval/mean_score"] = sum(r.get("eval/mean_score", 0.0) for r in rows) / len(rows)
             with tempfile.TemporaryDirectory() as d:
                 trainer.save_checkpoint(Path(d) / "last.ckpt")
                 (Path(d) / "origin.json").write_text(json.dumps({"run_dir": str(self.run_dir)}))
-                tune.report(row, checkpoint=tune.Checkpoint.from_directory(d))
+                tune.report(report, checkpoint=tune.Checkpoint.from_directory(d))
+
+
+class LatestMetrics(Logger):
+    """A logger that keeps the latest value of every metric logged: the training metrics an
+    ensemble writes to the loggers directly (per member), which Lightning's ``callback_metrics``
+    does not hold."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.latest: dict[str, float] = {}
+
+    @property
+    def name(self) -> str:
+        return "latest"
+
+    @property
+    def version(self) -> int:
+        return 0
+
+    def log_metrics(self, metrics: dict[str, Any], step: int | None = None) -> None:
+        self.latest.update({k: float(v) for k, v in metrics.items() if isinstance(v, (int, float, torch.Tensor))})
+
+    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
+        pass
 
 
 def single_turn_score(module: L.LightningModule, episodes: int, seed: int) -> float:
@@ -78,15 +106,30 @@ def single_turn_score(module: L.LightningModule, episodes: int, seed: int) -> fl
     return float(play_single_turns(module.player(), episodes, seed, module.rules, module.device).double().mean())
 
 
-def evaluation_row(trainer: L.Trainer, module: L.LightningModule) -> dict[str, Any]:
-    """The evaluation just logged, as plain numbers: ``eval/*`` and the training metrics above."""
-    metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("eval/")}
-    for name in TRAIN_METRICS:
-        if (v := trainer.callback_metrics.get(f"train/{name}")) is not None:
-            metrics[f"train/{name}"] = float(v)
-    h = module.hparams
-    metrics["eval/single_turn_score"] = single_turn_score(module, h.eval_games, h.seed)
-    return {"epoch": trainer.current_epoch, **metrics}
+def members(module: L.LightningModule) -> list[tuple[int | None, contextlib.AbstractContextManager]]:
+    """(index, context) per member: each member of an ensemble as the module, or the run itself (None)."""
+    if getattr(module, "members", None) is None:
+        return [(None, contextlib.nullcontext())]
+    return [(k, module.as_member(k)) for k in range(module.ensemble_size)]
+
+
+def evaluation_rows(trainer: L.Trainer, module: L.LightningModule) -> list[dict[str, Any]]:
+    """The evaluation just logged, as plain numbers (``eval/*`` and the training metrics above), a
+    row per member: an ensemble logs each member's under ``member_K/``."""
+    logged = {k: float(v) for k, v in trainer.callback_metrics.items()}
+    for lg in trainer.loggers:
+        if isinstance(lg, LatestMetrics):
+            logged |= lg.latest
+    rows = []
+    for k, as_member in members(module):
+        prefix = "" if k is None else f"member_{k}/"
+        row: dict[str, Any] = {"epoch": trainer.current_epoch} | ({} if k is None else {"member": k})
+        row |= {key.removeprefix(prefix): v for key, v in logged.items() if key.startswith(f"{prefix}eval/")}
+        row |= {f"train/{n}": logged[f"{prefix}train/{n}"] for n in TRAIN_METRICS if f"{prefix}train/{n}" in logged}
+        with as_member:
+            row["eval/single_turn_score"] = single_turn_score(module, module.hparams.eval_games, module.hparams.seed)
+        rows.append(row)
+    return rows
 
 
 def trial_config(cell: Cell, seeds: list[int], run_dir: Path, settings: dict[str, Any]) -> dict[str, Any]:
@@ -119,6 +162,9 @@ def trial_config(cell: Cell, seeds: list[int], run_dir: Path, settings: dict[str
     recorder = {"run_dir": str(run_dir), "settings": settings}
     callbacks.append({"class_path": f"{__name__}.StudyRecorder", "init_args": recorder})
     trainer["callbacks"] = callbacks
+    loggers = trainer.get("logger")
+    loggers = [] if loggers in (None, False, True) else loggers if isinstance(loggers, list) else [loggers]
+    trainer["logger"] = [*loggers, {"class_path": f"{__name__}.LatestMetrics"}]
     return config
 
 
@@ -160,20 +206,23 @@ def resume_point(run_dir: Path, handed: Any, settings: dict[str, Any]) -> str | 
 
 def final_record(module: L.LightningModule, cell_id: str, seed: int, settings: dict[str, Any]) -> dict[str, Any]:
     """What ``final.json`` keeps: the final evaluation (the agent's and the optimum's on the same
-    games), the single-turn score on as many episodes, the games trained."""
+    games), the single-turn score on as many episodes, the games trained; an ensemble's per member
+    (``members``, by index: the ensemble seam)."""
     h = module.hparams
-    final = module.final_evaluation or {}
-    record: dict[str, Any] = {"cell": cell_id, "seed": seed, "settings": settings}
-    if isinstance(final, list):  # the ensemble seam: one final evaluation per member, by index
-        record["members"] = [{"summary": m.get("summary"), "optimal": m.get("optimal")} for m in final]
-        final = final[0] if final else {}
-    record["games"] = int(module.updates_done) * h.games_per_batch
-    record["summary"] = final.get("summary")
-    record["optimal"] = final.get("optimal")
-    record["final_seed"] = final.get("seed")
-    episodes = max(h.final_eval_games, 1)
-    record["single_turn_score"] = single_turn_score(module, episodes, final.get("seed", h.seed))
-    return record
+    finals = module.final_evaluation if isinstance(module.final_evaluation, list) else [module.final_evaluation]
+    records = []
+    for (_, as_member), final in zip(members(module), finals, strict=True):
+        final = final or {}
+        record = {"summary": final.get("summary"), "optimal": final.get("optimal"), "final_seed": final.get("seed")}
+        with as_member:
+            episodes = max(module.hparams.final_eval_games, 1)
+            record["single_turn_score"] = single_turn_score(module, episodes, final.get("seed", module.hparams.seed))
+        records.append(record)
+    out: dict[str, Any] = {"cell": cell_id, "seed": seed, "settings": settings, **records[0]}
+    out["games"] = int(module.updates_done) * h.games_per_batch
+    if len(records) > 1 or getattr(module, "members", None) is not None:
+        out["members"] = records
+    return out
 
 
 def write_atomically(path: Path, text: str) -> None:
