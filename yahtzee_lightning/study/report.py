@@ -586,6 +586,9 @@ NOTES = {
     "T1": "Agents: the best cell (final mean score over seeds) of each algorithm; ± is the 95 % confidence "
     "half-width over seeds. Optimal and greedy: the same protocol on the games of one member's final evaluation.",
     "P3": "Share of games in which each box is the first one filled.",
+    "B1": "The best member is picked after the fact, by its final score.",
+    "B2": "The best member is picked after the fact (an optimistic estimate); the population's mean against the "
+    "fixed settings is the fair comparison.",
     "P4": "Turns counted 1 to 13.",
 }
 

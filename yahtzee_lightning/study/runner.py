@@ -257,6 +257,8 @@ def _trial_labels(study: Study) -> dict[str, str]:
     labels: dict[str, str] = {}
     for trial in plan_trials(study):
         for ab in study.ablations.values():
+            if (ab.name if ab.scheduler else POOL) != trial.experiment:
+                continue
             for cell_id, cell_labels in ab.cells:
                 if cell_id == trial.cell:
                     text = ", ".join(f"{k}={v}" for k, v in cell_labels.items()) or "base"
