@@ -596,10 +596,10 @@ NOTES = {
 def write_report(out: Path, force: bool = False) -> Path:
     """Draw every exhibit the study names into ``OUT/report/`` and write ``index.md``; returns its path."""
     out = Path(out)
-    ctx = Context(out)
     folder = out / "report"
     if (folder / "index.md").exists() and not force:
         raise StudyError(f"{folder}: a report is already there; add --force to replace it")
+    ctx = Context(out)
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
