@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("resolve",),
     ("algorithms", "coach"),
     ("", "cli", "bench", "env.demo", "solver.cli", "evaluation.cli", "hub.cli", "algorithms.cli", "coach.cli"),
+    ("study",),  # runs fit (algorithms.cli) for every cell of a study
 ]
 
 

@@ -21,6 +21,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "push": ("yahtzee_lightning.hub.cli:push_main", "upload an agent folder to the Hugging Face Hub"),
     "pull": ("yahtzee_lightning.hub.cli:pull_main", "download an agent from the Hugging Face Hub into a folder"),
     "bench": ("yahtzee_lightning.bench:main", "run a benchmark and print its table"),
+    "study": ("yahtzee_lightning.study.cli:main", "run a study's ablations on Ray Tune and write its report"),
     "play": ("yahtzee_lightning.coach.cli:play_main", "play a game in the terminal; the optimum judges each choice"),
     "advise": ("yahtzee_lightning.coach.cli:advise_main", "rank the choices of a position by expected points"),
     "serve": ("yahtzee_lightning.coach.cli:serve_main", "play the coached game in a browser (local page)"),

@@ -192,15 +192,21 @@ def quiet_library_notices() -> None:
         logging.getLogger(name).addFilter(_NoCloudTip)  # the same object: added once however often called
 
 
-def main(argv: list[str] | None = None) -> int:
+def run_cli(argv: list[str] | None = None) -> LightningCLI:
+    """Run ``fit``/``validate`` as the console script does; the CLI, its trainer and model, for a
+    caller that reads the result (a study's trial reads the final evaluation)."""
     quiet_library_notices()
-    cli = _CLI(
+    return _CLI(
         L.LightningModule,
         subclass_mode_model=True,
         trainer_defaults=TRAINER_DEFAULTS,
         save_config_kwargs={"overwrite": True},
         args=argv,
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    cli = run_cli(argv)
     if cli.subcommand == "fit" and cli.trainer.is_global_zero:
         print(next_steps(cli.trainer, cli.model))
     return 0

@@ -1,0 +1,107 @@
+"""The smoke study end to end on a local Ray instance: run, kill in the middle, resume, report."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE = ROOT / "conf" / "study" / "smoke.yaml"
+
+
+def _study(*args: str, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, "-m", "yahtzee_lightning.cli", "study", *args]
+    # A session of its own, so that the kill takes the local Ray instance it started with it.
+    return subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True, text=True, **kwargs)
+
+
+def _caught_in_the_middle(out: Path) -> Path | None:
+    """A run that has saved a checkpoint but not finished, once some others have finished."""
+    finished = list(out.glob("runs/*/*/final.json"))
+    if len(finished) < 2:
+        return None
+    for run in out.glob("runs/*/*"):
+        if list(run.glob("checkpoints/*.ckpt")) and not (run / "final.json").exists():
+            return run
+    return None
+
+
+def test_the_smoke_study_runs_is_killed_resumes_and_reports(tmp_path, default_table):
+    out = tmp_path / "smoke"
+    first = _study("run", str(SMOKE), "--out", str(out), "--cpus", "2", stderr=subprocess.DEVNULL)
+    deadline, caught = time.monotonic() + 150, None
+    while caught is None and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        caught = _caught_in_the_middle(out)
+    assert caught is not None, "the study ended (or hung) before a run could be caught in the middle"
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    finished = {p: p.read_text() for p in out.glob("runs/*/*/final.json")}
+    mtimes = {p: p.stat().st_mtime_ns for p in finished}
+
+    second = _study("run", str(SMOKE), "--out", str(out), "--cpus", "2", stderr=subprocess.PIPE)
+    _, err = second.communicate(timeout=240)
+    assert second.returncode == 0, err[-3000:]
+    # Finished cells were not run again; the one caught in the middle continued from its checkpoint.
+    assert all(p.read_text() == text and p.stat().st_mtime_ns == mtimes[p] for p, text in finished.items())
+    assert "resuming from" in (caught / "fit.log").read_text()
+
+    table = pd.read_csv(out / "results.csv")
+    study, trials = json.loads((out / "study.json").read_text()).values()
+    finals = table[table["stage"] == "final"]
+    assert len(finals) == sum(len(t["seeds"]) for t in trials) and set(finals["status"]) == {"done"}
+    assert finals.groupby("cell")["seed"].nunique().eq(2).all()  # every cell, both seeds (runs or members)
+    assert finals["mean_score"].between(0, 1575).all() and finals["regret_per_game"].ge(0).all()
+    evals = table[table["stage"] == "eval"]
+    assert evals.groupby(["run_dir", "seed"]).size().eq(2).all()  # two evaluations a member, none lost or doubled
+
+    report = _study("report", str(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, err = report.communicate(timeout=120)
+    assert report.returncode == 0, err[-3000:]
+    exhibits = yaml.safe_load(SMOKE.read_text())["exhibits"]
+    manifest = json.loads((out / "report" / "exhibits.json").read_text())
+    assert set(manifest) == set(exhibits)
+    index = (out / "report" / "index.md").read_text()
+    for eid, entry in manifest.items():
+        path = out / "report" / entry["file"]
+        assert path.stem == eid and path.stat().st_size > 0
+        assert entry["points"] > 0, f"{eid} has no data"
+        assert f"## {eid}." in index and (entry["file"] in index or path.suffix == ".md")
+
+
+def test_a_failed_cell_is_reported_and_the_others_run_also_under_asha(tmp_path, default_table):
+    tiny = yaml.safe_load(SMOKE.read_text())["profiles"]["smoke"]["set"]
+    study = {
+        "name": "failing",
+        "base": str(ROOT / "conf" / "a2c_cpu.yaml"),
+        "seeds": [0],
+        "profiles": {"smoke": {"set": {**tiny, "model.init_args.evaluations": 3}}},
+        "ablations": {
+            "lr": {"axes": {"model.init_args.lr": [0.002, -1.0]}},  # -1 parses, and the module refuses it
+            "asha": {"seeds": [0, 1], "scheduler": {"name": "asha", "grace_period": 1}},
+        },
+        "exhibits": {"F2": "all", "T1": "all"},
+    }
+    path = tmp_path / "failing.yaml"
+    path.write_text(yaml.safe_dump(study))
+    out = tmp_path / "out"
+    run = _study(
+        "run", str(path), "--out", str(out), "--cpus", "2", "--report", stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    stdout, err = run.communicate(timeout=240)
+    assert run.returncode == 1, err[-3000:]
+    members = pd.read_csv(out / "results.csv").drop_duplicates(["run_dir", "seed"]).set_index("run_dir")
+    bad = members[members["status"] == "failed"]
+    assert len(bad) == 1 and "lr must be > 0" in bad["error"].iloc[0]
+    assert "lr must be > 0" in err and "failed:" in err
+    assert (members["status"] == "done").sum() >= 2  # the good cell, and ASHA's survivors
+    assert (members.loc[members.index.str.startswith("runs/asha/"), "status"] != "failed").all()
+    index = (out / "report" / "index.md").read_text()
+    assert "failed" in index and "lr must be > 0" in index

@@ -1,0 +1,169 @@
+"""Study files: the shipped ones expand and check; bad ones end in one line naming the file and key,
+before anything runs; a study folder is never overwritten by another study without --force."""
+
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from yahtzee_lightning.study.cli import main
+from yahtzee_lightning.study.report import mean_ci, pareto_front
+from yahtzee_lightning.study.runner import plan_trials, prepare_folder
+from yahtzee_lightning.study.spec import StudyError, load_study
+from yahtzee_lightning.study.trial import retune, trial_config
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = str(ROOT / "conf" / "a2c_cpu.yaml")
+
+
+def _write(tmp_path: Path, name: str = "s", **changes) -> Path:
+    study = {
+        "name": name,
+        "base": BASE,
+        "seeds": [0, 1],
+        "profiles": {"smoke": {"set": {"model.init_args.total_games": 128}}},
+        "ablations": {"width": {"axes": {"model.init_args.d_h": [8, 16]}}},
+        "exhibits": {"F7": "width"},
+    }
+    study.update(changes)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(study))
+    return path
+
+
+@pytest.mark.parametrize("profile", ["smoke", "cpu", "full"])
+def test_the_paper_study_expands_for_each_profile(profile):
+    study = load_study(ROOT / "conf" / "study" / "paper.yaml", profile)
+    ablations = {"algorithm", "representation", "architecture", "layer_norm", "entropy", "gae_lambda", "single_turn"}
+    assert ablations <= set(study.ablations)
+    assert len(study.exhibits) == 23
+    algorithms = {study.cells[c].algorithm for c, _ in study.ablations["algorithm"].cells}
+    assert algorithms == {"Reinforce", "A2C", "PPO"}
+
+
+def test_the_smoke_and_pbt_studies_expand():
+    smoke = load_study(ROOT / "conf" / "study" / "smoke.yaml")
+    assert all(c.total_games <= 256 for c in smoke.cells.values())
+    pbt = load_study(ROOT / "conf" / "study" / "pbt.yaml", "cpu")
+    population = [ab for ab in pbt.ablations.values() if ab.scheduler]
+    assert len(population) == 1 and population[0].scheduler["name"] == "pbt" and len(population[0].seeds) == 8
+
+
+def test_cells_shared_by_ablations_run_once(tmp_path):
+    widths = {"a": {"axes": {"model.init_args.d_h": [8, 16]}}, "b": {"axes": {"model.init_args.d_h": [16, 32]}}}
+    path = _write(tmp_path, ablations=widths, exhibits={"F7": "all"})
+    study = load_study(path)
+    assert len(study.cells) == 3
+    assert sum(len(t.seeds) for t in plan_trials(study)) == 6  # 3 cells x 2 seeds, the shared cell once
+
+
+def _axes(axes: dict) -> dict:
+    return {"ablations": {"w": {"axes": axes}}}
+
+
+@pytest.mark.parametrize(
+    ("changes", "key", "problem"),
+    [
+        (_axes({"model.init_args.d_hh": [8]}), "ablations.w.axes.model.init_args.d_hh", "d_hh"),
+        (_axes({"model.init_args.d_h": []}), "ablations.w.axes.model.init_args.d_h", "empty"),
+        (_axes({"model.init_args.d_h": ["wide"]}), "model.init_args.d_h", "int"),
+        (_axes({"model.class_path": ["nowhere.Algo"]}), "model.class_path", "nowhere"),
+        (_axes({"entropy": {"low": {"model.init_args.beta_rol": 0.1}}}), "ablations.w.axes.entropy.low", "beta_rol"),
+        ({"ablations": {"w": {"axis": {"model.init_args.d_h": [8]}}}}, "ablations.w.axis", "unknown key"),
+        ({"seeds": [0, "one"]}, "seeds", "integers"),
+        ({"exhibits": {"F99": "width"}}, "exhibits.F99", "unknown exhibit"),
+        ({"exhibits": {"F7": "depth"}}, "exhibits.F7", "no ablation 'depth'"),
+        ({"base": "conf/nothing.yaml"}, "base", "no such config file"),
+        ({"profiles": {"smoke": {"set": {"model.init_args.total_games": "many"}}}}, "set", "total_games"),
+    ],
+)
+def test_a_bad_study_file_fails_in_one_line_naming_the_file_and_key(tmp_path, changes, key, problem):
+    path = _write(tmp_path, **changes)
+    with pytest.raises(StudyError) as e:
+        load_study(path)
+    message = str(e.value)
+    assert "\n" not in message and message.startswith(str(path)) and key in message and problem in message
+
+
+def test_a_file_that_does_not_parse_or_lacks_the_profile(tmp_path, capsys):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: [unclosed\n")
+    assert main(["check", str(broken)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and str(broken) in err and "does not parse" in err
+    assert main(["check", str(_write(tmp_path)), "--profile", "cluster"]) == 2
+    assert "no profile 'cluster'" in capsys.readouterr().err
+
+
+def test_a_folder_of_another_study_is_refused_and_kept_without_force(tmp_path):
+    out = tmp_path / "out"
+    prepare_folder(load_study(_write(tmp_path, "first")), out, force=False)
+    (out / "runs").mkdir()
+    (out / "runs" / "finished.txt").write_text("kept")
+    other = load_study(_write(tmp_path, "second"))
+    with pytest.raises(StudyError, match="holds the results of study 'first'.*--force"):
+        prepare_folder(other, out, force=False)
+    assert (out / "runs" / "finished.txt").read_text() == "kept"
+    prepare_folder(other, out, force=True)
+    assert not (out / "runs").exists()
+
+
+def test_a_folder_that_holds_something_else_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(StudyError, match="not empty and holds no study"):
+        prepare_folder(load_study(_write(tmp_path)), tmp_path, force=False)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_a_trial_logs_and_checkpoints_in_its_run_folder(tmp_path):
+    study = load_study(_write(tmp_path))
+    cell = next(iter(study.cells.values()))
+    config = trial_config(cell, [3], tmp_path / "run", {"model.init_args.lr": 0.01})
+    assert config["seed_everything"] == 3 and config["model"]["init_args"]["seed"] == 3
+    assert config["model"]["init_args"]["lr"] == 0.01
+    loggers = config["trainer"]["logger"]
+    assert {lg["init_args"]["save_dir"] for lg in loggers[:-1]} == {str(tmp_path / "run")}
+    assert loggers[-1]["class_path"].endswith("LatestMetrics")  # what an ensemble logs per member
+    dirpaths = [cb["init_args"].get("dirpath") for cb in config["trainer"]["callbacks"]]
+    assert str(tmp_path / "run" / "checkpoints") in dirpaths
+    assert config["trainer"]["callbacks"][-1]["class_path"].endswith("StudyRecorder")
+
+
+def test_an_evolved_learning_rate_is_written_into_the_inherited_checkpoint(tmp_path):
+    ckpt = {
+        "hyper_parameters": {"lr": 0.002},
+        "optimizer_states": [{"param_groups": [{"lr": 0.001, "initial_lr": 0.002}]}],
+        "lr_schedulers": [{"base_lrs": [0.002], "_last_lr": [0.001]}],
+        "state_dict": {},
+    }
+    torch.save(ckpt, tmp_path / "donor.ckpt")
+    retune(tmp_path / "donor.ckpt", tmp_path / "run" / "inherited.ckpt", {"model.init_args.lr": 0.004})
+    out = torch.load(tmp_path / "run" / "inherited.ckpt", weights_only=True)
+    assert out["hyper_parameters"]["lr"] == 0.004
+    assert out["optimizer_states"][0]["param_groups"][0] == {"lr": 0.002, "initial_lr": 0.004}
+    assert out["lr_schedulers"][0] == {"base_lrs": [0.004], "_last_lr": [0.002]}
+
+
+def test_the_frontier_and_the_confidence_interval():
+    assert pareto_front([(1, 5), (2, 4), (1.5, 3), (3, 1)]) == [(1, 5), (2, 4), (3, 1)]
+    mean, half = mean_ci([1.0, 3.0])
+    assert mean == 2.0 and half == pytest.approx(1.96 * 2**0.5 / 2**0.5)
+    assert mean_ci([4.0]) == (4.0, 0.0)
+
+
+def test_the_ensemble_seam_makes_a_cells_seeds_members_of_one_trial(tmp_path):
+    study = load_study(_write(tmp_path))
+    assert all(cell.accepts_ensemble for cell in study.cells.values())  # A2C takes it (through **kwargs)
+    trials = plan_trials(study)
+    assert [t.seeds for t in trials] == [[0, 1], [0, 1]] and trials[0].run_dir.endswith("seed0-1")
+    config = trial_config(study.cells[trials[0].cell], trials[0].seeds, tmp_path, {})
+    assert config["model"]["init_args"]["ensemble"] == [{"seed": 0}, {"seed": 1}]
+    study.seeds_as = "runs"
+    assert [t.seeds for t in plan_trials(study)] == [[0], [1], [0], [1]]
+    study.seeds_as = "auto"
+    for cell in study.cells.values():
+        cell.accepts_ensemble = False  # an algorithm without an ensemble: runs
+    assert len(plan_trials(study)) == 4
+    pbt = load_study(ROOT / "conf" / "study" / "pbt.yaml", "smoke")
+    assert all(len(t.seeds) == 1 for t in plan_trials(pbt) if t.experiment == "population")  # a scheduler: runs

@@ -1,0 +1,76 @@
+"""``yahtzee-lightning study run|check|report``: run a study file's cells on Ray Tune, and draw its report.
+
+``study run FILE --profile P --out DIR`` checks the file, then runs (or resumes) every cell on a
+local Ray instance sized to the cores, or on the Ray cluster at ``--address``; ``study report DIR``
+writes ``DIR/report/`` (a file per exhibit, named by its id, and ``index.md``); ``study check FILE``
+only checks the file and lists its cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..cli import plain
+from .spec import StudyError, load_study
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="yahtzee-lightning study", description=plain(__doc__))
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    run = verbs.add_parser("run", help="run (or resume) a study's cells")
+    run.add_argument("file", help="a study file, e.g. conf/study/smoke.yaml")
+    run.add_argument("--profile", help="the budget to run at (smoke, cpu, full; default: the file's first)")
+    run.add_argument("--out", required=True, help="the study folder: results, run folders, report")
+    run.add_argument("--address", help="a Ray cluster to run on (ray://HOST:10001 or HOST:6379); default: local")
+    run.add_argument("--cpus", type=int, help="CPUs of the local Ray instance (default: all cores)")
+    run.add_argument("--force", action="store_true", help="delete the results already in --out first")
+    run.add_argument("--report", action="store_true", help="write the report when the cells are done")
+    check = verbs.add_parser("check", help="check a study file and list its cells, running nothing")
+    check.add_argument("file")
+    check.add_argument("--profile")
+    report = verbs.add_parser("report", help="write DIR/report/ from a study folder")
+    report.add_argument("dir", help="a study folder written by `study run`")
+    report.add_argument("--force", action="store_true", help="replace an existing report")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.verb == "report":
+            from .report import write_report
+
+            index = write_report(Path(args.dir), force=args.force)
+            print(f"report: {index}")
+            return 0
+        study = load_study(args.file, args.profile)
+        if args.verb == "check":
+            print(describe(study))
+            return 0
+        from .runner import run_study
+
+        code = run_study(study, args.out, address=args.address, cpus=args.cpus, force=args.force)
+        if args.report:
+            from .report import write_report
+
+            print(f"report: {write_report(Path(args.out), force=True)}")
+        return code
+    except StudyError as e:
+        print(f"yahtzee-lightning study: error: {e}", file=sys.stderr)
+        return 2
+
+
+def describe(study) -> str:
+    """The study's ablations, their cells (labels, algorithm, budget) and seeds, as text."""
+    lines = [f"study {study.name} (profile {study.profile}): {len(study.cells)} cells"]
+    for ab in study.ablations.values():
+        sched = f", scheduler {ab.scheduler['name']}" if ab.scheduler else ""
+        lines.append(f"  {ab.name}: {len(ab.cells)} cells x seeds {ab.seeds}{sched}")
+        for cell_id, labels in ab.cells:
+            c = study.cells[cell_id]
+            text = ", ".join(f"{k}={v}" for k, v in labels.items())
+            lines.append(f"    {cell_id} {text}  [{c.algorithm}, {c.task}, {c.total_games:,} games]")
+    lines.append("exhibits: " + ", ".join(study.exhibits))
+    return "\n".join(lines)

@@ -1,0 +1,150 @@
+"""A study folder read back into one tidy table (``OUT/results.csv``): a row per member and evaluation.
+
+``stage`` ``eval`` rows are the evaluation history (every interval: games trained, mean score,
+upper-bonus and Yahtzee rates, regret per game, single-turn score, head entropies, explained
+variance); every member has one ``final`` row, with its ``status`` (done, failed with its
+``error``, unfinished, or pending) and, when done, the final evaluation (mean, SD, SE, median,
+rates, regret per game, decision and box, P(score >= n), per box: mean score, share as the first
+box filled, median turn filled).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .spec import Study, StudyError
+
+PLAN = "study.json"
+TABLE = "results.csv"
+
+
+@dataclass
+class Trial:
+    """One Ray trial: a cell trained with one seed (or several, as ensemble members) in one folder."""
+
+    experiment: str
+    cell: str
+    seeds: list[int]
+    run_dir: str  # relative to the study folder
+
+    @property
+    def name(self) -> str:
+        return f"{self.cell}-s{'-'.join(map(str, self.seeds))}"
+
+
+def load_plan(out: Path) -> tuple[Study, list[Trial]]:
+    """The study and trials recorded in a study folder."""
+    plan = Path(out) / PLAN
+    if not plan.exists():
+        raise StudyError(f"{out}: not a study folder (no {PLAN}); run `yahtzee-lightning study run FILE --out {out}`")
+    data = json.loads(plan.read_text())
+    return Study.from_json(data["study"]), [Trial(**t) for t in data["trials"]]
+
+
+def _history(path: Path) -> list[dict[str, Any]]:
+    """The evaluation lines of a run, the last one kept where a resumed run evaluated again."""
+    if not path.exists():
+        return []
+    rows: dict[tuple[int, float], dict[str, Any]] = {}
+    for line in path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:  # a line cut short by a kill
+            continue
+        rows[(row.get("member", 0), row.get("eval/games", row.get("epoch")))] = row
+    return [rows[k] for k in sorted(rows)]
+
+
+def _eval_columns(row: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in row.items():
+        name = key.removeprefix("eval/").removeprefix("train/").removeprefix("loss_")
+        out[name] = value
+    return out
+
+
+def final_columns(summary: dict[str, Any]) -> dict[str, Any]:
+    """A final evaluation's summary (``evaluation.summarize``) as flat columns."""
+    cols: dict[str, Any] = {
+        "mean_score": summary["score"]["mean"],
+        "sd": summary["score"]["sd"],
+        "se": summary["score"]["se"],
+        "median": summary["median"],
+        "final_games": summary["games"],
+    }
+    for key in ("upper_bonus_rate", "yahtzee_rate", "yahtzee_bonus_rate", "share_at_least_250", "upper_bonus_mean"):
+        cols[key] = summary[key]
+    if "regret" in summary:
+        r = summary["regret"]
+        cols |= {"regret_per_game": r["per_game_mean"], "regret_keep": r["keep_mean"], "regret_box": r["box_mean"]}
+    cols |= {f"p_ge_{n}": p for n, p in summary["p_score_at_least"].items()}
+    for box, s in summary["boxes"].items():
+        cols |= {f"box_mean/{box}": s["mean"], f"first_box/{box}": s["first_box_share"]}
+        cols[f"fill_turn/{box}"] = s["median_fill_turn"]
+    return cols
+
+
+def _member_records(record: dict[str, Any], seeds: list[int]) -> list[tuple[int, dict[str, Any]]]:
+    """(seed, record) per member: one for a run, one per index of an ensemble's ``members``."""
+    if "members" in record:  # the ensemble seam: members' final records, by index
+        return [(seeds[i], {**record, **m}) for i, m in enumerate(record["members"])]
+    return [(seeds[0], record)]
+
+
+def collect(out: str | Path) -> pd.DataFrame:
+    """Every member's history and final evaluation, from the run folders of a study folder."""
+    out = Path(out)
+    study, trials = load_plan(out)
+    rows = []
+    for t in trials:
+        cell, run_dir = study.cells[t.cell], out / t.run_dir
+        final_path, error_path = run_dir / "final.json", run_dir / "error.txt"
+        history = _history(run_dir / "history.jsonl")
+        record = json.loads(final_path.read_text()) if final_path.exists() else None
+        status = "done" if record else "failed" if error_path.exists() else "unfinished" if history else "pending"
+        error = error_path.read_text().strip() if status == "failed" else ""
+        ident = {
+            "experiment": t.experiment,
+            "cell": t.cell,
+            "run_dir": t.run_dir,
+            "algorithm": cell.algorithm,
+            "task": cell.task,
+            "total_games": cell.total_games,
+            "status": status,
+            "error": error,
+        }
+        evals = {m: [_eval_columns(h) for h in history if h.get("member", 0) == m] for m in range(len(t.seeds))}
+        for member, seed in enumerate(t.seeds):
+            rows += [{**ident, "seed": seed, "stage": "eval", **e} for e in evals[member]]
+        if record is None:  # a member without a final evaluation: one row that says why
+            rows += [{**ident, "seed": seed, "stage": "final"} for seed in t.seeds]
+        for member, (seed, rec) in enumerate(_member_records(record, t.seeds) if record else []):
+            last = evals[member][-1] if evals[member] else {}
+            carried = {k: last.get(k, math.nan) for k in ("entropy_roll", "entropy_score", "explained_variance")}
+            final = final_columns(rec["summary"]) if rec.get("summary") else {}
+            settings = {f"setting/{k}": v for k, v in (rec.get("settings") or {}).items()}
+            row = {**ident, "seed": seed, "stage": "final", "games": rec.get("games"), **carried, **settings, **final}
+            rows.append(row | {"single_turn_score": rec.get("single_turn_score")})
+    return pd.DataFrame(rows)
+
+
+def write_table(out: str | Path) -> pd.DataFrame:
+    """Collect the study folder's results and write them to ``OUT/results.csv``."""
+    table = collect(out)
+    table.to_csv(Path(out) / TABLE, index=False)
+    return table
+
+
+def optimal_summary(out: str | Path) -> dict[str, Any] | None:
+    """The exact optimum's summary from a finished member's final evaluation (same protocol, games of its seed)."""
+    for path in sorted(Path(out).glob("runs/**/final.json")):
+        record = json.loads(path.read_text())
+        if record.get("optimal"):
+            return {**record["optimal"], "final_seed": record.get("final_seed")}
+    return None

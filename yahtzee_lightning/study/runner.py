@@ -1,0 +1,266 @@
+"""Run a study's cells as trials on Ray Tune: a local Ray instance sized to the cores, or a cluster.
+
+The ablations without a scheduler share one experiment (``OUT/ray/cells-HASH``); an ablation
+with a scheduler (ASHA, PBT) is an experiment of its own, its trials in their own run folders (their
+settings evolve). One trial per (cell, seed), one CPU each; a trial is
+:func:`.trial.run_trial`. A killed study resumes: Ray restores each experiment (finished trials
+stay finished, unfinished ones restart from their last checkpoint), and a trial whose run folder
+holds its final evaluation is never trained again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ray import tune
+
+from .results import PLAN, Trial, write_table
+from .spec import Cell, Study, StudyError
+
+#: What a study writes into its folder: all that ``--force`` deletes (nothing else there is touched).
+OWNED = (PLAN, "runs", "ray", "report", "results.csv", "reference.json")
+POOL = "cells"  # the experiment of the ablations without a scheduler
+
+
+def seeds_per_trial(study: Study, cell: Cell, seeds: list[int], scheduled: bool = False) -> list[list[int]]:
+    """THE ENSEMBLE SEAM: how a cell's seeds are split into trials.
+
+    Without the ensemble every seed is a run of its own (a trial each). Where the model class takes
+    an ``ensemble`` argument (``seeds_as: auto``, the default, or ``members``), a cell's seeds
+    become the members of one trial. What the other side is expected to provide:
+    :func:`.trial.trial_config` sets ``ensemble`` to a list of per-member overrides
+    (``[{"seed": 0}, {"seed": 1}]``); :func:`.trial.final_record` reads ``final_evaluation`` as a
+    list by member index; :mod:`.results` gives a history line to the member its ``member`` key
+    names (member 0 without one). ``seeds_as: runs``, and a scheduler (it compares, stops and copies
+    trials), keep one trial per seed regardless.
+    """
+    if scheduled or study.seeds_as == "runs" or (study.seeds_as == "auto" and not cell.accepts_ensemble):
+        return [[s] for s in seeds]
+    return [list(seeds)]
+
+
+def plan_trials(study: Study) -> list[Trial]:
+    """Every trial of the study, each (experiment, cell, seeds) once."""
+    trials: dict[tuple[str, str, tuple[int, ...]], Trial] = {}
+    for ab in study.ablations.values():
+        experiment = ab.name if ab.scheduler else POOL
+        for cell_id, _ in ab.cells:
+            for seeds in seeds_per_trial(study, study.cells[cell_id], ab.seeds, scheduled=bool(ab.scheduler)):
+                folder = "runs" if experiment == POOL else f"runs/{experiment}"
+                run_dir = f"{folder}/{cell_id}/seed{'-'.join(map(str, seeds))}"
+                trials.setdefault((experiment, cell_id, tuple(seeds)), Trial(experiment, cell_id, seeds, run_dir))
+    return list(trials.values())
+
+
+def prepare_folder(study: Study, out: Path, force: bool) -> None:
+    """Write the study's plan into ``out``, or check that ``out`` holds this study's results.
+
+    Another study's results (or a folder that holds something else) are refused, naming them;
+    ``force`` deletes what an earlier study wrote there first.
+    """
+    plan = out / PLAN
+    if force and out.is_dir():
+        for name in OWNED:
+            target = out / name
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+    if plan.exists():
+        old = json.loads(plan.read_text())["study"]
+        if (old["name"], old["profile"]) != (study.name, study.profile):
+            raise StudyError(
+                f"{out}: holds the results of study {old['name']!r} (profile {old['profile']}), not {study.name!r} "
+                f"(profile {study.profile}); choose another --out, or add --force to delete them"
+            )
+    elif out.is_dir() and any(out.iterdir()):
+        raise StudyError(f"{out}: is not empty and holds no study; choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    plan.write_text(json.dumps({"study": study.to_json(), "trials": [asdict(t) for t in plan_trials(study)]}, indent=1))
+
+
+def init_ray(address: str | None, cpus: int | None) -> int:
+    """Connect to the cluster at ``address``, or start a local Ray instance of ``cpus`` CPUs (all
+    cores by default); workers import this checkout and use one thread each. Returns the CPUs."""
+    import ray
+
+    import yahtzee_lightning
+
+    checkout = str(Path(yahtzee_lightning.__file__).resolve().parents[1])
+    path = os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH", "")) if p)
+    env = {"PYTHONPATH": path, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    if cache := os.environ.get("YAHTZEE_LIGHTNING_CACHE"):
+        env["YAHTZEE_LIGHTNING_CACHE"] = cache
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    # Keeping 2 checkpoints a trial forces an experiment snapshot per report: what a resume needs, not a fault.
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    if not ray.is_initialized():
+        kwargs: dict[str, Any] = {"runtime_env": {"env_vars": env}, "log_to_driver": False, "configure_logging": False}
+        if address:
+            try:
+                ray.init(address=address, **kwargs)
+            except (ConnectionError, RuntimeError) as e:  # unreachable, or refused (Ray's token authentication)
+                last = ([line for line in str(e).splitlines() if line.strip()] or [str(e)])[-1]
+                raise StudyError(f"--address {address}: cannot join the Ray cluster: {last}") from e
+        else:
+            # "local": a new instance, also where `ray start` left a cluster running on this machine
+            ray.init(address="local", num_cpus=cpus or os.cpu_count() or 1, include_dashboard=False, **kwargs)
+    return int(ray.cluster_resources().get("CPU", 1))
+
+
+def _scheduler(spec: dict[str, Any] | None, max_t: int) -> Any:
+    from ray.tune.schedulers import ASHAScheduler, PopulationBasedTraining
+
+    if spec is None:
+        return None
+    metric, mode = spec["metric"], spec["mode"]
+    if spec["name"] == "asha":
+        grace, factor = spec.get("grace_period", 1), spec.get("reduction_factor", 2)
+        return ASHAScheduler(metric=metric, mode=mode, max_t=max_t, grace_period=grace, reduction_factor=factor)
+    from ray import tune
+
+    mutations = {k: tune.loguniform(lo, hi) for k, (lo, hi) in spec["mutations"].items()}
+    interval = spec.get("perturbation_interval", 2)
+    # Asynchronous: a member due for a perturbation is compared with the others' latest results. (The
+    # synchronous variant pauses members at a barrier; with a population larger than the CPUs, a member
+    # resumed at the barrier re-reports its evaluation there and is paused again, without end.)
+    return PopulationBasedTraining(
+        time_attr="training_iteration",
+        metric=metric,
+        mode=mode,
+        perturbation_interval=interval,
+        hyperparam_mutations=mutations,
+        quantile_fraction=0.25,
+    )
+
+
+class Progress:
+    """One line per trial that starts, finishes or fails, with the count ended (on stderr)."""
+
+    def __init__(self, total: int, labels: dict[str, str]) -> None:
+        self.total, self.labels, self.ended = total, labels, 0
+
+    def say(self, trial: Any, what: str, ended: bool = False) -> None:
+        self.ended += ended
+        name = str(trial)
+        print(f"[{self.ended}/{self.total}] {name} {self.labels.get(name, '')}: {what}", file=sys.stderr, flush=True)
+
+
+_PROGRESS = Progress(0, {})  # the running study's: a restored experiment's callback (unpickled by name) finds it
+
+
+class ProgressCallback(tune.Callback):
+    """Tune's side of :class:`Progress`."""
+
+    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        _PROGRESS.say(trial, "started")
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        score = (trial.last_result or {}).get("final/mean_score")
+        _PROGRESS.say(trial, f"done: final mean score {score:.1f}" if score is not None else "stopped", True)
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        _PROGRESS.say(trial, "FAILED (its run folder's error.txt says why; the other cells go on)", True)
+
+
+def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus: int) -> None:
+    """One Ray Tune experiment over ``trials``, restored if an earlier run of it was interrupted."""
+    from .trial import run_trial
+
+    # Named for its trials too: a study file that gained cells starts a new experiment (its finished
+    # trials report their final.json at once, its unfinished ones resume from their run folders)
+    # rather than restoring one that lacks them.
+    digest = hashlib.sha1(" ".join(sorted(t.name for t in trials)).encode()).hexdigest()[:8]
+    experiment = f"{name}-{digest}"
+    path = out / "ray" / experiment
+    scheduler_spec = study.ablations[name].scheduler if name != POOL else None
+    payloads = {
+        t.name: {"cell": asdict(study.cells[t.cell]), "seeds": t.seeds, "run_dir": str((out / t.run_dir).resolve())}
+        for t in trials
+    }
+    trainable = tune.with_resources(tune.with_parameters(run_trial, trials=payloads), {"cpu": 1})
+    callbacks = [ProgressCallback()]
+    if tune.Tuner.can_restore(str(path)):
+        print(f"resuming experiment {name} from {path}", file=sys.stderr)
+        tuner = tune.Tuner.restore(str(path), trainable, resume_unfinished=True, resume_errored=True)
+    else:
+        space: dict[str, Any] = {"trial": tune.grid_search(list(payloads.values()))}
+        if scheduler_spec and scheduler_spec["name"] == "pbt":
+            space |= {k: tune.loguniform(lo, hi) for k, (lo, hi) in scheduler_spec["mutations"].items()}
+        max_t = max(study.cells[t.cell].evaluations for t in trials) + 1
+        tuner = tune.Tuner(
+            trainable,
+            param_space=space,
+            tune_config=tune.TuneConfig(
+                scheduler=_scheduler(scheduler_spec, max_t),
+                max_concurrent_trials=cpus,
+                # A worker imports torch and Lightning once, not once per trial; not under a scheduler,
+                # which pauses trials (a paused trial's thread may outlive Ray's wait for it).
+                reuse_actors=scheduler_spec is None,
+                trial_name_creator=_trial_name,
+                trial_dirname_creator=_trial_name,
+            ),
+            run_config=tune.RunConfig(
+                name=experiment,
+                storage_path=str((out / "ray").resolve()),
+                verbose=0,
+                callbacks=callbacks,
+                failure_config=tune.FailureConfig(max_failures=0),
+                # PBT copies checkpoints between members: keep them all (they are small) rather than delete one in use.
+                checkpoint_config=tune.CheckpointConfig(num_to_keep=None if scheduler_spec else 2),
+            ),
+        )
+    tuner.fit()
+
+
+def _trial_name(trial: Any) -> str:
+    t = trial.config["trial"]
+    return f"{t['cell']['id']}-s{'-'.join(map(str, t['seeds']))}"
+
+
+def run_study(
+    study: Study, out: str | Path, address: str | None = None, cpus: int | None = None, force: bool = False
+) -> int:
+    """Run (or resume) every trial of ``study`` into ``out``, then write its results table.
+    Returns 0, or 1 when a cell failed (the others ran; ``results.csv`` says which and why)."""
+    out = Path(out)
+    prepare_folder(study, out, force)
+    trials = plan_trials(study)
+    cpus = init_ray(address, cpus)
+    labels = _trial_labels(study)
+    global _PROGRESS
+    _PROGRESS = Progress(len(trials), labels)
+    print(
+        f"study {study.name} (profile {study.profile}): {len(trials)} trials on {cpus} CPUs into {out}", file=sys.stderr
+    )
+    for experiment in dict.fromkeys(t.experiment for t in trials):
+        run_experiment(experiment, [t for t in trials if t.experiment == experiment], study, out, cpus)
+    table = write_table(out)
+    members = table[table["stage"] == "final"]
+    failed = sorted(set(members.loc[members["status"] == "failed", "run_dir"]))
+    counts = ", ".join(f"{n} {status}" for status, n in members["status"].value_counts().items())
+    print(f"members: {counts}; results: {out / 'results.csv'}", file=sys.stderr)
+    for run_dir in failed:
+        print(f"failed: {run_dir}: {(out / run_dir / 'error.txt').read_text().strip()}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _trial_labels(study: Study) -> dict[str, str]:
+    """Each trial name's labels in the first ablation that has its cell, for progress lines."""
+    labels: dict[str, str] = {}
+    for trial in plan_trials(study):
+        for ab in study.ablations.values():
+            if (ab.name if ab.scheduler else POOL) != trial.experiment:
+                continue
+            for cell_id, cell_labels in ab.cells:
+                if cell_id == trial.cell:
+                    text = ", ".join(f"{k}={v}" for k, v in cell_labels.items()) or "base"
+                    labels.setdefault(trial.name, f"({ab.name}: {text})")
+    return labels
