@@ -15,11 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "conf" / "study" / "smoke.yaml"
 
 
-def _study(*args: str, **kwargs) -> subprocess.Popen:
+def _study(*args: str, cwd: Path = ROOT, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     command = [sys.executable, "-m", "yahtzee_lightning.cli", "study", *args]
     # A session of its own, so that the kill takes the local Ray instance it started with it.
-    return subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True, text=True, **kwargs)
+    return subprocess.Popen(command, cwd=cwd, env=env, start_new_session=True, text=True, **kwargs)
 
 
 def _caught_in_the_middle(out: Path) -> Path | None:
@@ -92,8 +92,8 @@ def test_a_failed_cell_is_reported_and_the_others_run_also_under_asha(tmp_path, 
     path = tmp_path / "failing.yaml"
     path.write_text(yaml.safe_dump(study))
     out = tmp_path / "out"
-    run = _study(
-        "run", str(path), "--out", str(out), "--cpus", "2", "--report", stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    run = _study(  # --out relative to the working folder, as a user types it
+        "run", str(path), "--out", "out", "--cpus", "2", "--report", cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     stdout, err = run.communicate(timeout=240)
     assert run.returncode == 1, err[-3000:]

@@ -230,7 +230,7 @@ def run_study(
 ) -> int:
     """Run (or resume) every trial of ``study`` into ``out``, then write its results table.
     Returns 0, or 1 when a cell failed (the others ran; ``results.csv`` says which and why)."""
-    out = Path(out)
+    out = Path(out).resolve()  # Ray storage paths must be absolute (a relative one is read as a URI)
     prepare_folder(study, out, force)
     trials = plan_trials(study)
     cpus = init_ray(address, cpus)
