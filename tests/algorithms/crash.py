@@ -4,11 +4,15 @@ import lightning as L
 
 
 class CrashAfterUpdate(L.Callback):
-    """Raise before the second update: the run dies mid-interval, before any interval's checkpoint."""
+    """Raise after ``updates`` updates (by default before the second: the run dies mid-interval,
+    before any interval's checkpoint)."""
+
+    def __init__(self, updates: int = 1) -> None:
+        self.updates = updates
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        if int(pl_module.updates_done) >= 1:
-            raise RuntimeError("killed after update 1")
+        if int(pl_module.updates_done) >= self.updates:
+            raise RuntimeError(f"killed after update {self.updates}")
 
 
 class CrashAtTrainEnd(L.Callback):

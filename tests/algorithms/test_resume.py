@@ -61,6 +61,23 @@ def test_a_kill_before_the_first_interval_leaves_a_checkpoint_that_resumes(tmp_p
     assert int(end["state_dict"]["updates_done"]) == 6 and end["global_step"] == 6 and end["epoch"] == 2
 
 
+def test_a_run_resumed_with_another_budget_stops_at_that_budget(tmp_path):
+    run, minutes = tmp_path / "run", "--trainer.callbacks.init_args.save_every_minutes=0"
+    # Started as 12 updates in 2 intervals of 6, killed after 4 (a timed last.ckpt after each update).
+    big = ["--model.init_args.total_games=96", "--model.init_args.evaluations=2"]
+    kill = ["--trainer.callbacks+=crash.CrashAfterUpdate", "--trainer.callbacks.init_args.updates=4"]
+    with pytest.raises(RuntimeError, match="killed after update 4"):
+        _fit(run, minutes, *big, *kill)
+    assert int(_load(run / "checkpoints" / "last.ckpt")["state_dict"]["updates_done"]) == 4
+    # Resumed at 6 updates in intervals of 2: the interrupted interval already holds more than 2.
+    assert _fit(run, "--ckpt_path=last") == 0
+    assert int(_load(run / "checkpoints" / "last.ckpt")["state_dict"]["updates_done"]) == 6
+    # Resumed again at 20 updates in intervals of 10: more intervals than the first budget counted.
+    more = ["--model.init_args.total_games=160", "--model.init_args.evaluations=2"]
+    assert _fit(run, *more, "--ckpt_path=last") == 0
+    assert int(_load(run / "checkpoints" / "last.ckpt")["state_dict"]["updates_done"]) == 20
+
+
 def test_a_damaged_last_ckpt_falls_back_and_a_moved_run_keeps_its_last_ckpt(tmp_path, caplog, capsys):
     assert _fit(tmp_path / "a", "--trainer.max_epochs=1") == 0
     shutil.move(tmp_path / "a", tmp_path / "b")  # the run folder moves

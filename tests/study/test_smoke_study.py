@@ -69,6 +69,10 @@ def test_the_smoke_study_runs_is_killed_resumes_and_reports(tmp_path, default_ta
     manifest = json.loads((out / "report" / "exhibits.json").read_text())
     assert set(manifest) == set(exhibits)
     index = (out / "report" / "index.md").read_text()
+    sessions = [json.loads(line) for line in (out / "sessions.jsonl").read_text().splitlines()]
+    assert [s["wall_clock_s"] is None for s in sessions] == [True, False]  # the killed session, then the resume
+    assert sessions[1]["command"].startswith("yahtzee-lightning study run") and sessions[1]["cpus"] == 2
+    assert "Wall clock:" in index and "killed (no wall clock)" in index and "cores" in index
     for eid, entry in manifest.items():
         path = out / "report" / entry["file"]
         assert path.stem == eid and path.stat().st_size > 0

@@ -154,7 +154,19 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
             # (a smaller trainer.max_epochs stops early, e.g. to train part of a run).
             budget = math.ceil(self.total_updates / self.updates_per_epoch)
             asked = self.trainer.fit_loop.max_epochs
-            self.trainer.fit_loop.max_epochs = budget if asked in (None, -1, 1000) else min(asked, budget)
+            self._epochs_asked = asked not in (None, -1, 1000)
+            self.trainer.fit_loop.max_epochs = min(asked, budget) if self._epochs_asked else budget
+
+    def on_train_start(self) -> None:
+        super().on_train_start()
+        left = self.total_updates - int(self.updates_done)
+        if left <= 0:
+            self.trainer.should_stop = True  # resumed with its budget already spent
+        elif int(self.updates_done) > 0 and not self._epochs_asked:
+            # Resumed, perhaps with other intervals than it started with: enough of them for what is
+            # left (each update stops the run at the budget, see training_step).
+            needed = self.trainer.current_epoch + 1 + math.ceil(left / self.updates_per_epoch)
+            self.trainer.fit_loop.max_epochs = max(self.trainer.fit_loop.max_epochs, needed)
 
     def configure_optimizers(self) -> Any:
         if self.in_ensemble():
@@ -192,6 +204,8 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
     def training_step(self, update: int, batch_idx: int) -> None:
         """One update: play a batch of whole games with the current weights, then learn from it."""
         self.learn(self.collect())
+        if int(self.updates_done) >= self.total_updates:
+            self.trainer.should_stop = True  # the budget is spent, also mid-interval
 
     def learn(self, batch: TensorDictBase) -> None:
         """The update on a freshly collected batch, its schedules and its metrics."""

@@ -40,7 +40,9 @@ class _Updates(IterableDataset):
         if m._trainer is not None:  # Lightning's restored progress: updates made in an unfinished interval
             progress = m.trainer.fit_loop.epoch_loop.batch_progress
             done = 0 if progress.is_last_batch else progress.current.processed
-        return max(0, m.updates_per_epoch - done)
+        # Never past the budget: a run resumed with a smaller budget than it started with may have
+        # made more updates in its unfinished interval than the new intervals hold.
+        return max(0, min(m.updates_per_epoch - done, m.total_updates - int(m.updates_done)))
 
     def __iter__(self):
         yield from range(self._left())

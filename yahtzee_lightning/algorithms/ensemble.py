@@ -250,9 +250,9 @@ class Ensemble:
         with self.trainer.strategy.block_backward_sync():
             super().manual_backward(loss, *args, **kwargs)
         grads = [p.grad for p in self.net.parameters() if p.grad is not None]
-        flat = self.trainer.strategy.reduce(torch._utils._flatten_dense_tensors(grads), reduce_op="mean")
-        for g, v in zip(grads, torch._utils._unflatten_dense_tensors(flat, grads), strict=True):
-            g.copy_(v)
+        flat = self.trainer.strategy.reduce(torch.cat([g.reshape(-1) for g in grads]), reduce_op="mean")
+        for g, v in zip(grads, flat.split([g.numel() for g in grads]), strict=True):
+            g.copy_(v.view_as(g))
         return None
 
     # --------------------------------------------------------------- the loop

@@ -9,6 +9,7 @@ only checks the file and lists its cells.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -37,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
     try:
         if args.verb == "report":
@@ -51,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         from .runner import run_study
 
-        code = run_study(study, args.out, address=args.address, cpus=args.cpus, force=args.force)
+        command = shlex.join(["yahtzee-lightning", "study", *argv])
+        code = run_study(study, args.out, address=args.address, cpus=args.cpus, force=args.force, command=command)
         if args.report:
             from .report import write_report
 

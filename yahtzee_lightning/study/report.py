@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..game import BOX_NAMES
 from .results import load_plan, optimal_summary, write_table
-from .runner import POOL
+from .runner import POOL, SESSIONS
 from .spec import EXHIBIT_IDS, Study, StudyError
 
 Z95 = 1.96
@@ -627,6 +627,15 @@ def _status_lines(ctx: Context) -> list[str]:
     members = t.drop_duplicates(["run_dir", "seed"])
     counts = members["status"].value_counts().to_dict()
     lines = [f"Members: {', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}. Results: `results.csv`.", ""]
+    sessions = ctx.out / SESSIONS
+    runs = [json.loads(line) for line in sessions.read_text().splitlines() if line.strip()] if sessions.exists() else []
+    if runs:
+        minutes = sum(r["wall_clock_s"] or 0 for r in runs) / 60
+        lines.append(f"Wall clock: {minutes:.0f} min in {len(runs)} session(s) of `study run`:")
+        for r in runs:
+            took = f"{r['wall_clock_s'] / 60:.1f} min" if r["wall_clock_s"] is not None else "killed (no wall clock)"
+            lines.append(f"* {r['started']}, {took}, {r['cpus']} CPUs on {r['machine']}: `{r['command']}`")
+        lines.append("")
     for _, row in members[members["status"] == "failed"].iterrows():
         lines.append(f"* failed: `{row['run_dir']}`: {row['error']}")
     return lines + ([""] if len(lines) > 2 else [])

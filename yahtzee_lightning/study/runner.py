@@ -13,8 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import shutil
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,8 @@ from .results import PLAN, Trial, write_table
 from .spec import Cell, Study, StudyError
 
 #: What a study writes into its folder: all that ``--force`` deletes (nothing else there is touched).
-OWNED = (PLAN, "runs", "ray", "report", "results.csv", "reference.json")
+OWNED = (PLAN, "runs", "ray", "report", "results.csv", "reference.json", "sessions.jsonl")
+SESSIONS = "sessions.jsonl"  # one line per `study run`: its command, machine, CPUs and wall clock
 POOL = "cells"  # the experiment of the ablations without a scheduler
 
 
@@ -225,11 +228,48 @@ def _trial_name(trial: Any) -> str:
     return f"{t['cell']['id']}-s{'-'.join(map(str, t['seeds']))}"
 
 
+def machine() -> str:
+    """This machine in a few words, for the report: CPU, cores, GPU if any, torch."""
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        names = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    gpu = f", {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ", no GPU"
+    return f"{cpu}, {os.cpu_count()} cores{gpu}, torch {torch.__version__}"
+
+
+def log_session(out: Path, command: str | None, started: float, cpus: int, address: str | None, end: bool) -> None:
+    """This session's line in ``OUT/sessions.jsonl``: written when it starts (a killed session keeps
+    a line without a wall clock) and completed when it ends, also on an error."""
+    record = {
+        "command": command,
+        "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started)),
+        "wall_clock_s": round(time.time() - started, 1) if end else None,
+        "machine": machine() if address is None else f"Ray cluster at {address}",
+        "cpus": cpus,
+    }
+    path = out / SESSIONS
+    lines = path.read_text().splitlines() if path.exists() else []
+    if end and lines and json.loads(lines[-1])["started"] == record["started"]:
+        lines.pop()  # this session's opening line
+    path.write_text("".join(line + "\n" for line in [*lines, json.dumps(record)]))
+
+
 def run_study(
-    study: Study, out: str | Path, address: str | None = None, cpus: int | None = None, force: bool = False
+    study: Study,
+    out: str | Path,
+    address: str | None = None,
+    cpus: int | None = None,
+    force: bool = False,
+    command: str | None = None,
 ) -> int:
     """Run (or resume) every trial of ``study`` into ``out``, then write its results table.
-    Returns 0, or 1 when a cell failed (the others ran; ``results.csv`` says which and why)."""
+    Returns 0, or 1 when a cell failed (the others ran; ``results.csv`` says which and why).
+    ``command`` (the command line, for the report) is logged with the session's wall clock."""
     out = Path(out).resolve()  # Ray storage paths must be absolute (a relative one is read as a URI)
     prepare_folder(study, out, force)
     trials = plan_trials(study)
@@ -240,8 +280,13 @@ def run_study(
     print(
         f"study {study.name} (profile {study.profile}): {len(trials)} trials on {cpus} CPUs into {out}", file=sys.stderr
     )
-    for experiment in dict.fromkeys(t.experiment for t in trials):
-        run_experiment(experiment, [t for t in trials if t.experiment == experiment], study, out, cpus)
+    started = time.time()
+    log_session(out, command, started, cpus, address, end=False)
+    try:
+        for experiment in dict.fromkeys(t.experiment for t in trials):
+            run_experiment(experiment, [t for t in trials if t.experiment == experiment], study, out, cpus)
+    finally:
+        log_session(out, command, started, cpus, address, end=True)
     table = write_table(out)
     members = table[table["stage"] == "final"]
     failed = sorted(set(members.loc[members["status"] == "failed", "run_dir"]))
