@@ -341,7 +341,7 @@ def draw_agent_bars(
         ax.set_ylabel(ylabel)
         if limits:  # a share or a turn: the error bars are cut where the quantity ends
             ax.set_ylim(*limits)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, never over them
         ax.grid(axis="y", alpha=0.3)
         _save(fig, path)
         return points
