@@ -97,7 +97,16 @@ def test_a_failed_cell_is_reported_and_the_others_run_also_under_asha(tmp_path, 
     path.write_text(yaml.safe_dump(study))
     out = tmp_path / "out"
     run = _study(  # --out relative to the working folder, as a user types it
-        "run", str(path), "--out", "out", "--cpus", "2", "--report", cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        "run",
+        str(path),
+        "--out",
+        "out",
+        "--cpus",
+        "2",
+        "--report",
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     stdout, err = run.communicate(timeout=240)
     assert run.returncode == 1, err[-3000:]
