@@ -118,3 +118,25 @@ def test_a_failed_cell_is_reported_and_the_others_run_also_under_asha(tmp_path, 
     assert (members.loc[members.index.str.startswith("runs/asha/"), "status"] != "failed").all()
     index = (out / "report" / "index.md").read_text()
     assert "failed" in index and "lr must be > 0" in index
+
+
+def test_population_based_training_perturbs_the_worst_and_is_set_against_fixed_settings(tmp_path, default_table):
+    out = tmp_path / "pbt"
+    pbt = ROOT / "conf" / "study" / "pbt.yaml"
+    run = _study(
+        "run", str(pbt), "--profile", "smoke", "--out", str(out), "--cpus", "2", "--report", stderr=subprocess.PIPE
+    )
+    _, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err[-3000:]
+    table = pd.read_csv(out / "results.csv")
+    population, fixed = table[table["experiment"] == "population"], table[table["experiment"] == "cells"]
+    members = population[population["stage"] == "eval"].groupby(["run_dir", "seed"])
+    assert members.ngroups == 8 and fixed["seed"].nunique() == 4
+    # Every member's first draw is its own; a member of the worst quarter then continues from a
+    # better one's checkpoint with perturbed settings, so its learning rate changes during training.
+    assert (members["setting/model.init_args.lr"].nunique() > 1).any()
+    assert population["setting/model.init_args.lr"].between(0.0003 * 0.8**3, 0.01 * 1.2**3).all()
+    b2 = (out / "report" / "B2.md").read_text()
+    assert "population: best member" in b2 and "population mean" in b2 and "fixed settings" in b2
+    manifest = json.loads((out / "report" / "exhibits.json").read_text())
+    assert set(manifest) == {"B1", "B2"} and all(entry["points"] > 0 for entry in manifest.values())
