@@ -8,7 +8,7 @@ import torch
 import yaml
 
 from yahtzee_lightning.study.cli import main
-from yahtzee_lightning.study.report import mean_ci, pareto_front
+from yahtzee_lightning.study.context import mean_ci, pareto_front
 from yahtzee_lightning.study.runner import plan_trials, prepare_folder
 from yahtzee_lightning.study.spec import StudyError, load_study
 from yahtzee_lightning.study.trial import retune, trial_config
