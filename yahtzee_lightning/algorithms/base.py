@@ -164,9 +164,17 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
             self.trainer.should_stop = True  # resumed with its budget already spent
         elif int(self.updates_done) > 0 and not self._epochs_asked:
             # Resumed, perhaps with other intervals than it started with: enough of them for what is
-            # left (each update stops the run at the budget, see training_step).
+            # left (the run stops at the budget, see on_train_epoch_end).
             needed = self.trainer.current_epoch + 1 + math.ceil(left / self.updates_per_epoch)
             self.trainer.fit_loop.max_epochs = max(self.trainer.fit_loop.max_epochs, needed)
+
+    def on_train_epoch_end(self) -> None:
+        super().on_train_epoch_end()
+        # Each interval ends at the budget at the latest (``_Updates``); a run whose budget is spent
+        # stops there, even where its intervals no longer line up with its epochs (a resumed run).
+        # Read once an interval, not every update: reading the counter waits for the device.
+        if int(self.updates_done) >= self.total_updates:
+            self.trainer.should_stop = True
 
     def configure_optimizers(self) -> Any:
         if self.in_ensemble():
@@ -204,8 +212,6 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
     def training_step(self, update: int, batch_idx: int) -> None:
         """One update: play a batch of whole games with the current weights, then learn from it."""
         self.learn(self.collect())
-        if int(self.updates_done) >= self.total_updates:
-            self.trainer.should_stop = True  # the budget is spent, also mid-interval
 
     def learn(self, batch: TensorDictBase) -> None:
         """The update on a freshly collected batch, its schedules and its metrics."""

@@ -234,8 +234,8 @@ def machine() -> str:
 
     cpu = platform.processor() or platform.machine()
     try:
-        names = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")]
-        cpu = names[0] if names else cpu
+        lines = Path("/proc/cpuinfo").read_text().splitlines()  # Linux: the CPU's model name
+        cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), cpu)
     except OSError:
         pass
     gpu = f", {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ", no GPU"
