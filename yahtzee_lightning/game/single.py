@@ -40,6 +40,7 @@ OPEN = -1
 class ListTables:
     """The shared tables as nested Python lists (indexing a list beats indexing a tensor by far)."""
 
+    faces: list[list[int]]  # [dice] sorted face values
     counts: list[list[int]]  # [dice] face counts
     base: list[list[int]]  # [dice] box scores without joker
     joker: list[list[int]]  # [dice] box scores played as a joker
@@ -60,6 +61,7 @@ def list_tables() -> ListTables:
     kept_code = ((T.dice - 1) * powers) @ keeps  # (252, 32)
     free_code = (digits * powers) @ (1 - keeps)  # (7776, 32)
     return ListTables(
+        faces=T.dice.tolist(),
         counts=T.counts.tolist(),
         base=T.base_scores.tolist(),
         joker=T.joker_scores.tolist(),
@@ -92,7 +94,7 @@ class SingleGame:
         self._joker_on = self.rules.joker_active
         self._bonus_on = self.rules.yahtzee_bonus
         self.n_turns = len(self.rules.boxes)
-        self.start([OPEN if b in self.rules.boxes else 0 for b in range(N_BOXES)], 0)
+        self.start(self.empty_card(), 0)
 
     # ------------------------------------------------------------------ start
     def start(self, card: list[int], code: int) -> None:
@@ -106,16 +108,25 @@ class SingleGame:
         self.score = sum(max(c, 0) for c in self.card) + (UPPER_BONUS if upper >= UPPER_BONUS_THRESHOLD else 0)
         self._evaluate()
 
+    def empty_card(self) -> list[int]:
+        """A fresh card: boxes in play open, the others filled with 0."""
+        return [OPEN if b in self.rules.boxes else 0 for b in range(N_BOXES)]
+
     def random_card(self, rng: random.Random) -> list[int]:
         """A random partly filled card, drawn as :func:`~yahtzee_lightning.game.engine.random_partial_cards`
         draws them: a uniform number (0..n-1) of the boxes in play, each scored on a random roll."""
-        card = [OPEN if b in self.rules.boxes else 0 for b in range(N_BOXES)]
+        card = self.empty_card()
         boxes = self.rules.boxes
         for b in rng.sample(boxes, rng.randrange(len(boxes))):
             card[b] = self._t.base[self._t.code_to_index[rng.randrange(N_CODES)]][b]
         return card
 
     # ------------------------------------------------------------------ rules
+    @property
+    def faces(self) -> list[int]:
+        """The sorted face values of the dice."""
+        return self._t.faces[self.dice]
+
     @property
     def over(self) -> bool:
         """Every box in play is filled."""
