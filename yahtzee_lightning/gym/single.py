@@ -62,6 +62,21 @@ def action_index(action: Any) -> int:
     raise TypeError(f"an action is one integer 0..{spaces.N_ACTIONS - 1}, got {type(action).__name__}{shape}")
 
 
+def illegal_reason(game: SingleGame, a: int) -> str:
+    """Why flat action ``a`` is not legal in ``game`` now, in one line."""
+    if not 0 <= a < spaces.N_ACTIONS:
+        return f"action {a} is out of range 0..{spaces.N_ACTIONS - 1}"
+    if game.over:
+        return f"action {a}: every box is filled"
+    if game.roll < N_ROLLS - 1:
+        return f"action {a} scores box {BOX_NAMES[a - spaces.FIRST_BOX_ACTION]}, but this decision is a keep (0..31)"
+    if a < spaces.FIRST_BOX_ACTION:
+        return f"action {a} is a keep, but this decision scores a box (32..44)"
+    box = a - spaces.FIRST_BOX_ACTION
+    why = "is already filled" if game.card[box] != -1 else "is barred by the forced joker rule"
+    return f"action {a} scores box {BOX_NAMES[box]}, which {why}"
+
+
 class YahtzeeGymEnv(gymnasium.Env):
     """One game at a time: 32 keep actions, 13 box actions, the mask in the observation.
 
@@ -124,7 +139,7 @@ class YahtzeeGymEnv(gymnasium.Env):
         if self._done:
             raise RuntimeError("the episode is over: call reset() before step()")
         if not 0 <= a < spaces.N_ACTIONS or not self._mask[a]:
-            raise ValueError(self._illegal(a))
+            raise ValueError(illegal_reason(game, a))
         if a < spaces.FIRST_BOX_ACTION:
             game.keep(a, self._rng.randrange(N_CODES))
             reward = 0
@@ -132,18 +147,6 @@ class YahtzeeGymEnv(gymnasium.Env):
             reward = game.score_box(a - spaces.FIRST_BOX_ACTION, self._rng.randrange(N_CODES))
             self._done = game.turn >= game.n_turns or self.task == "single_turn"
         return self._observe(), float(reward), self._done, False, {}
-
-    def _illegal(self, a: int) -> str:
-        if not 0 <= a < spaces.N_ACTIONS:
-            return f"action {a} is out of range 0..{spaces.N_ACTIONS - 1}"
-        if self.game.roll < N_ROLLS - 1:
-            box = BOX_NAMES[a - spaces.FIRST_BOX_ACTION]
-            return f"action {a} scores box {box}, but this decision is a keep (0..31)"
-        if a < spaces.FIRST_BOX_ACTION:
-            return f"action {a} is a keep, but this decision scores a box (32..44)"
-        box = a - spaces.FIRST_BOX_ACTION
-        why = "is already filled" if self.game.card[box] != -1 else "is barred by the forced joker rule"
-        return f"action {a} scores box {BOX_NAMES[box]}, which {why}"
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":
