@@ -152,10 +152,10 @@ _NO_KEEP = [0] * N_KEEPS
 def encode_single(game: SingleGame) -> tuple[np.ndarray, np.ndarray]:
     """The observation ``(39,) float32`` and action mask ``(45,) int8`` of one game (as :func:`encode_batch`)."""
     counts, roll, turn, upper, score = _single_parts()
-    card = game.card
-    obs = counts[game.dice] + [1.0 if c == OPEN else 0.0 for c in card] + roll[game.roll]
-    obs += [turn[game.turn], upper[game.upper], 1.0 if card[YAHTZEE_BOX] == 50 else 0.0, 1.0 if game.joker else 0.0]
-    obs += [score[v] for v in game.values]
+    obs = counts[game.dice] + list(map(float, game.is_open)) + roll[game.roll]
+    holds_50 = 1.0 if game.card[YAHTZEE_BOX] == 50 else 0.0
+    obs += [turn[game.turn], upper[game.upper], holds_50, 1.0 if game.joker else 0.0]
+    obs += map(score.__getitem__, game.values)
     if game.turn >= game.n_turns:
         mask = np.zeros(N_ACTIONS, dtype=np.int8)
     elif game.roll < N_ROLLS - 1:
