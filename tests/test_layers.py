@@ -19,14 +19,14 @@ PACKAGE = "yahtzee_lightning"
 LAYERS: list[tuple[str, ...]] = [
     ("_lazy", "_version", "schedules", "metrics", "progress"),
     ("game",),
-    ("env",),
+    ("env", "gym.spaces", "gym.single"),
     ("solver", "nn"),
     ("players",),
     ("evaluation",),
     ("hub",),
-    ("resolve",),
+    ("resolve", "gym.pettingzoo"),
     ("algorithms", "coach"),
-    ("", "cli", "bench", "env.demo", "solver.cli", "evaluation.cli", "hub.cli", "algorithms.cli", "coach.cli"),
+    ("", "cli", "bench", "env.demo", "solver.cli", "evaluation.cli", "hub.cli", "algorithms.cli", "coach.cli", "gym"),
     ("study",),  # runs fit (algorithms.cli) for every cell of a study
 ]
 
