@@ -20,10 +20,9 @@ STUDY = {
     "seeds": [0, 1],
     "profiles": {"smoke": {"set": TINY}},
     "ablations": {
-        "lr": {"axes": {"model.init_args.lr": [0.002, 0.004]}},  # with gae_lambda 0.95: one pack of three
+        "lr": {"axes": {"model.init_args.lr": [0.002, 0.004]}},  # with td0: one pack of three cells
         "td0": {"set": {"model.init_args.gae_lambda": 0.0}},
         "width": {"axes": {"model.init_args.d_h": [8]}},  # another shape: a trial of its own
-        "ppo": {"base": str(ROOT / "conf" / "ppo_cpu.yaml"), "axes": {"model.init_args.clip_eps": [0.1, 0.3]}},
     },
     "exhibits": {"F2": "all"},
 }
@@ -38,7 +37,7 @@ def _write(tmp_path, study: dict) -> str:
 
 def _run(path: str, out, *flags: str) -> None:
     run = _study("run", path, "--out", str(out), "--cpus", "2", *flags, stderr=subprocess.PIPE)
-    _, err = run.communicate(timeout=300)
+    _, err = run.communicate(timeout=600)
     assert run.returncode == 0, err[-3000:]
 
 
@@ -47,20 +46,20 @@ def _numbers(out) -> pd.DataFrame:
     return table[[c for c in KEEP if c in table]].sort_values(["cell", "seed", "stage", "games"]).reset_index(drop=True)
 
 
-def test_a_packed_study_has_the_numbers_of_an_unpacked_one_and_a_copied_folder_resumes(tmp_path):
+def test_a_packed_study_has_the_numbers_of_an_unpacked_one_and_a_copied_folder_resumes(tmp_path, default_table):
     path = _write(tmp_path, STUDY)
     trials = plan_trials(load_study(path))
     packs = {t.pack for t in trials}
-    assert len(trials) == 6 and len(packs - {None}) == 2 and None in packs  # A2C's three cells, PPO's two, d_h 8
+    assert len(trials) == 4 and len(packs - {None}) == 1 and None in packs  # three cells packed, d_h 8 apart
 
     packed, unpacked = tmp_path / "packed", tmp_path / "unpacked"
     _run(path, packed)
     _run(path, unpacked, "--no-pack")
-    assert len(list(packed.glob("runs/*/*/final.json"))) == 3 and len(list(unpacked.glob("runs/*/*/final.json"))) == 6
+    assert len(list(packed.glob("runs/*/*/final.json"))) == 2 and len(list(unpacked.glob("runs/*/*/final.json"))) == 4
     a, b = _numbers(packed), _numbers(unpacked)
-    assert len(a) == len(b) == 6 * 2 * 3 and set(a["stage"]) == {"eval", "final"}
+    assert len(a) == len(b) == 4 * 2 * 3 and set(a["stage"]) == {"eval", "final"}  # 2 evaluations + final a member
     pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=0, atol=1e-6)
-    assert a.loc[a["stage"] == "final", "mean_score"].nunique() > 6  # the members are not copies of each other
+    assert a.loc[a["stage"] == "final", "mean_score"].nunique() > 4  # the members are not copies of each other
 
     # The folder moved to another machine (another absolute path): every finished cell is skipped.
     moved = tmp_path / "elsewhere" / "packed"

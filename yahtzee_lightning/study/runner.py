@@ -330,9 +330,10 @@ def run_study(
 def _trial_labels(study: Study) -> dict[str, str]:
     """Each trial name's labels in the first ablation that has its cell, for progress lines."""
     labels: dict[str, str] = {}
-    for trial in plan_trials(study):
+    trials = plan_trials(study)
+    for trial in trials:
         if trial.pack:
-            cells = sum(t.pack == trial.pack for t in plan_trials(study))
+            cells = sum(t.pack == trial.pack for t in trials)
             labels[trial.pack] = f"(packed: {cells} cells as one ensemble)"
             continue
         for ab in study.ablations.values():
