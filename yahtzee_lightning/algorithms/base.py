@@ -219,7 +219,8 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
             return self.ensemble_learn(self.learn, batch)
         beta_roll, beta_score = self.entropy_coefs()
         coefs = {"beta_roll": beta_roll, "beta_score": beta_score, "gamma": self.gamma()}
-        stats = self.diagnose(batch) | self.update(batch, coefs)
+        with self.own_generator():  # its minibatch orders and dropout masks: its own
+            stats = self.diagnose(batch) | self.update(batch, coefs)
         self.lr_schedulers().step()
         self.updates_done += 1
         flat = batch.reshape(-1)

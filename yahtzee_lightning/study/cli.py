@@ -28,6 +28,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--cpus", type=int, help="CPUs of the local Ray instance (default: all cores)")
     run.add_argument("--force", action="store_true", help="delete the results already in --out first")
     run.add_argument("--report", action="store_true", help="write the report when the cells are done")
+    run.add_argument(
+        "--no-pack",
+        action="store_true",
+        help="one trial per cell (default: cells that can share an ensemble run as one)",
+    )
     check = verbs.add_parser("check", help="check a study file and list its cells, running nothing")
     check.add_argument("file")
     check.add_argument("--profile")
@@ -48,7 +53,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"report: {index}")
             return 0
         study = load_study(args.file, args.profile)
+        if getattr(args, "no_pack", False):
+            study.pack = False
         if args.verb == "check":
+            from .packing import check_required
+
+            check_required(study)
             print(describe(study))
             return 0
         from .runner import run_study

@@ -137,7 +137,7 @@ def write_report(out: Path, force: bool = False) -> Path:
 
 def _status_lines(ctx: Context) -> list[str]:
     t = ctx.table
-    members = t.drop_duplicates(["run_dir", "seed"])
+    members = t.drop_duplicates(["experiment", "cell", "seed"])  # a packed run folder holds several cells
     counts = members["status"].value_counts().to_dict()
     lines = [f"Members: {', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}. Results: `results.csv`.", ""]
     sessions = ctx.out / SESSIONS
@@ -149,6 +149,6 @@ def _status_lines(ctx: Context) -> list[str]:
             took = f"{r['wall_clock_s'] / 60:.1f} min" if r["wall_clock_s"] is not None else "killed (no wall clock)"
             lines.append(f"* {r['started']}, {took}, {r['cpus']} CPUs on {r['machine']}: `{r['command']}`")
         lines.append("")
-    for _, row in members[members["status"] == "failed"].iterrows():
+    for _, row in members[members["status"] == "failed"].drop_duplicates("run_dir").iterrows():
         lines.append(f"* failed: `{row['run_dir']}`: {row['error']}")
     return lines + ([""] if len(lines) > 2 else [])

@@ -32,6 +32,11 @@ class Trial:
     cell: str
     seeds: list[int]
     run_dir: str  # relative to the study folder
+    #: Packed (:mod:`.packing`): the pack's trial, which trains these seeds as members of its ensemble,
+    #: their indices there, and the settings each carries there (its seed and what differs in the pack).
+    pack: str | None = None
+    members: list[int] | None = None
+    carries: list[dict[str, Any]] | None = None
 
     @property
     def name(self) -> str:
@@ -90,10 +95,11 @@ def final_columns(summary: dict[str, Any]) -> dict[str, Any]:
     return cols
 
 
-def _member_records(record: dict[str, Any], seeds: list[int]) -> list[tuple[int, dict[str, Any]]]:
-    """(seed, record) per member: one for a run, one per index of an ensemble's ``members``."""
+def _member_records(record: dict[str, Any], seeds: list[int], index: list[int]) -> list[tuple[int, dict[str, Any]]]:
+    """(seed, record) per member: one for a run, one per index of an ensemble's ``members`` (the
+    trial's ``index``: its members' places in a packed ensemble)."""
     if "members" in record:  # the ensemble seam: members' final records, by index
-        return [(seeds[i], {**record, **m}) for i, m in enumerate(record["members"])]
+        return [(seed, {**record, **record["members"][i]}) for seed, i in zip(seeds, index, strict=True)]
     return [(seeds[0], record)]
 
 
@@ -119,12 +125,13 @@ def collect(out: str | Path) -> pd.DataFrame:
             "status": status,
             "error": error,
         }
-        evals = {m: [_eval_columns(h) for h in history if h.get("member", 0) == m] for m in range(len(t.seeds))}
+        index = t.members or list(range(len(t.seeds)))  # each seed's member index in the run
+        evals = {m: [_eval_columns(h) for h in history if h.get("member", 0) == index[m]] for m in range(len(t.seeds))}
         for member, seed in enumerate(t.seeds):
             rows += [{**ident, "seed": seed, "stage": "eval", **e} for e in evals[member]]
         if record is None:  # a member without a final evaluation: one row that says why
             rows += [{**ident, "seed": seed, "stage": "final"} for seed in t.seeds]
-        for member, (seed, rec) in enumerate(_member_records(record, t.seeds) if record else []):
+        for member, (seed, rec) in enumerate(_member_records(record, t.seeds, index) if record else []):
             last = evals[member][-1] if evals[member] else {}
             carried = {k: last.get(k, math.nan) for k in ("entropy_roll", "entropy_score", "explained_variance")}
             final = final_columns(rec["summary"]) if rec.get("summary") else {}

@@ -23,6 +23,7 @@ from typing import Any
 
 from ray import tune
 
+from .packing import ensemble_of, pack_trials
 from .results import PLAN, Trial, write_table
 from .spec import Cell, Study, StudyError
 
@@ -50,7 +51,8 @@ def seeds_per_trial(study: Study, cell: Cell, seeds: list[int], scheduled: bool 
 
 
 def plan_trials(study: Study) -> list[Trial]:
-    """Every trial of the study, each (experiment, cell, seeds) once."""
+    """Every trial of the study, each (experiment, cell, seeds) once; those of cells that can share an
+    ensemble packed into one run (:mod:`.packing`)."""
     trials: dict[tuple[str, str, tuple[int, ...]], Trial] = {}
     for ab in study.ablations.values():
         experiment = ab.name if ab.scheduler else POOL
@@ -59,7 +61,7 @@ def plan_trials(study: Study) -> list[Trial]:
                 folder = "runs" if experiment == POOL else f"runs/{experiment}"
                 run_dir = f"{folder}/{cell_id}/seed{'-'.join(map(str, seeds))}"
                 trials.setdefault((experiment, cell_id, tuple(seeds)), Trial(experiment, cell_id, seeds, run_dir))
-    return list(trials.values())
+    return pack_trials(study, list(trials.values()), POOL)
 
 
 def prepare_folder(study: Study, out: Path, force: bool) -> None:
@@ -68,6 +70,7 @@ def prepare_folder(study: Study, out: Path, force: bool) -> None:
     Another study's results (or a folder that holds something else) are refused, naming them;
     ``force`` deletes what an earlier study wrote there first.
     """
+    trials = plan_trials(study)  # a pack that cannot be refuses the study before anything is written
     plan = out / PLAN
     if force and out.is_dir():
         for name in OWNED:
@@ -83,10 +86,13 @@ def prepare_folder(study: Study, out: Path, force: bool) -> None:
                 f"{out}: holds the results of study {old['name']!r} (profile {old['profile']}), not {study.name!r} "
                 f"(profile {study.profile}); choose another --out, or add --force to delete them"
             )
+        if bool(old.get("pack", True)) != bool(study.pack):  # its run folders are those of the other way
+            flag = "without --no-pack" if old.get("pack", True) else "with --no-pack (or pack: false)"
+            raise StudyError(f"{out}: was run {'packed' if old.get('pack', True) else 'unpacked'}; resume it {flag}")
     elif out.is_dir() and any(out.iterdir()):
         raise StudyError(f"{out}: is not empty and holds no study; choose another --out")
     out.mkdir(parents=True, exist_ok=True)
-    plan.write_text(json.dumps({"study": study.to_json(), "trials": [asdict(t) for t in plan_trials(study)]}, indent=1))
+    plan.write_text(json.dumps({"study": study.to_json(), "trials": [asdict(t) for t in trials]}, indent=1))
 
 
 def init_ray(address: str | None, cpus: int | None) -> int:
@@ -184,10 +190,7 @@ def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus
     experiment = f"{name}-{digest}"
     path = out / "ray" / experiment
     scheduler_spec = study.ablations[name].scheduler if name != POOL else None
-    payloads = {
-        t.name: {"cell": asdict(study.cells[t.cell]), "seeds": t.seeds, "run_dir": str((out / t.run_dir).resolve())}
-        for t in trials
-    }
+    payloads = _payloads(trials, study, out)
     trainable = tune.with_resources(tune.with_parameters(run_trial, trials=payloads), {"cpu": 1})
     callbacks = [ProgressCallback()]
     if tune.Tuner.can_restore(str(path)):
@@ -223,9 +226,34 @@ def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus
     tuner.fit()
 
 
+def _payloads(trials: list[Trial], study: Study, out: Path) -> dict[str, dict[str, Any]]:
+    """What each Ray trial trains, by its name: a cell's seeds, or a pack's members (its first cell's
+    config, each member with its seed and the settings it carries)."""
+    packs: dict[str, list[Trial]] = {}
+    payloads = {}
+    for t in trials:
+        if t.pack:
+            packs.setdefault(t.pack, []).append(t)
+            continue
+        payloads[t.name] = {"cell": asdict(study.cells[t.cell]), "seeds": t.seeds, "run_dir": str(out / t.run_dir)}
+    for name, pack in packs.items():
+        members = ensemble_of(pack)
+        first = next(t for t in pack if 0 in (t.members or []))
+        cell = asdict(study.cells[first.cell])
+        seeds = [m["seed"] for m in members]
+        payloads[name] = {
+            "name": name,
+            "cell": cell,
+            "seeds": seeds,
+            "members": members,
+            "run_dir": str(out / first.run_dir),
+        }
+    return payloads
+
+
 def _trial_name(trial: Any) -> str:
     t = trial.config["trial"]
-    return f"{t['cell']['id']}-s{'-'.join(map(str, t['seeds']))}"
+    return t.get("name") or f"{t['cell']['id']}-s{'-'.join(map(str, t['seeds']))}"
 
 
 def machine() -> str:
@@ -276,9 +304,11 @@ def run_study(
     cpus = init_ray(address, cpus)
     labels = _trial_labels(study)
     global _PROGRESS
-    _PROGRESS = Progress(len(trials), labels)
+    _PROGRESS = Progress(len({t.pack or t.name for t in trials}), labels)
+    runs = len({t.pack or t.name for t in trials})
     print(
-        f"study {study.name} (profile {study.profile}): {len(trials)} trials on {cpus} CPUs into {out}", file=sys.stderr
+        f"study {study.name} (profile {study.profile}): {len(trials)} trials as {runs} runs on {cpus} CPUs into {out}",
+        file=sys.stderr,
     )
     started = time.time()
     log_session(out, command, started, cpus, address, end=False)
@@ -300,7 +330,12 @@ def run_study(
 def _trial_labels(study: Study) -> dict[str, str]:
     """Each trial name's labels in the first ablation that has its cell, for progress lines."""
     labels: dict[str, str] = {}
-    for trial in plan_trials(study):
+    trials = plan_trials(study)
+    for trial in trials:
+        if trial.pack:
+            cells = sum(t.pack == trial.pack for t in trials)
+            labels[trial.pack] = f"(packed: {cells} cells as one ensemble)"
+            continue
         for ab in study.ablations.values():
             if (ab.name if ab.scheduler else POOL) != trial.experiment:
                 continue

@@ -40,7 +40,7 @@ EXHIBIT_IDS = (
 )
 SCHEDULERS = ("asha", "pbt")
 SEEDS_AS = ("auto", "runs", "members")
-TOP_KEYS = {"name", "description", "base", "seeds", "set", "profiles", "ablations", "exhibits", "seeds_as"}
+TOP_KEYS = {"name", "description", "base", "seeds", "set", "profiles", "ablations", "exhibits", "seeds_as", "pack"}
 ABLATION_KEYS = {"base", "set", "seeds", "axes", "scheduler"}
 PROFILE_KEYS = {"base", "set", "seeds", "axes"}
 SCHEDULER_KEYS = {"name", "metric", "mode", "grace_period", "reduction_factor", "perturbation_interval", "mutations"}
@@ -86,6 +86,7 @@ class Study:
     profile: str
     description: str
     seeds_as: str
+    pack: bool | list[str] = True  # packing.py: cells that can share an ensemble run as one trial
     cells: dict[str, Cell] = field(default_factory=dict)
     ablations: dict[str, Ablation] = field(default_factory=dict)
     exhibits: dict[str, list[str]] = field(default_factory=dict)
@@ -306,7 +307,7 @@ def load_study(path: str | Path, profile: str | None = None) -> Study:
     ablations_raw = reader.mapping(raw.get("ablations"), "ablations")
     if not ablations_raw:
         reader.fail("ablations", "name at least one ablation")
-    study = Study(raw["name"], str(path), profile, str(raw.get("description", "")), seeds_as)
+    study = Study(raw["name"], str(path), profile, str(raw.get("description", "")), seeds_as, raw.get("pack", True))
     parsed: dict[str, Any] = {}
     for name, ab_raw in ablations_raw.items():
         key = f"ablations.{name}"

@@ -132,13 +132,18 @@ def evaluation_rows(trainer: L.Trainer, module: L.LightningModule) -> list[dict[
     return rows
 
 
-def trial_config(cell: Cell, seeds: list[int], run_dir: Path, settings: dict[str, Any]) -> dict[str, Any]:
-    """The cell's fit config for its seed (several: ensemble members), logging and checkpointing into ``run_dir``."""
+def trial_config(
+    cell: Cell, seeds: list[int], run_dir: Path, settings: dict[str, Any], members: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The cell's fit config for its seed (several: ensemble members), logging and checkpointing into
+    ``run_dir``; ``members``: a pack's ensemble (each member's seed and the settings it carries)."""
     config = compose(Path(cell.base).read_text(), {**cell.overrides, **settings})
     config["seed_everything"] = seeds[0]
     init_args = config.setdefault("model", {}).setdefault("init_args", {})
     init_args["seed"] = seeds[0]
-    if len(seeds) > 1:  # the ensemble seam (runner.seeds_per_trial): one member per seed
+    if members:  # a pack (packing.py): its cells' members
+        init_args["ensemble"] = members
+    elif len(seeds) > 1:  # the ensemble seam (runner.seeds_per_trial): one member per seed
         init_args["ensemble"] = [{"seed": s} for s in seeds]
     trainer = config.setdefault("trainer", {})
     trainer["default_root_dir"] = str(run_dir)
@@ -270,7 +275,9 @@ def run_trial(config: dict[str, Any], trials: dict[str, dict[str, Any]] | None =
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / ERROR).unlink(missing_ok=True)
     config_path = run_dir / "config.yaml"
-    config_path.write_text(yaml.safe_dump(trial_config(cell, seeds, run_dir, settings), sort_keys=False))
+    config_path.write_text(
+        yaml.safe_dump(trial_config(cell, seeds, run_dir, settings, trial.get("members")), sort_keys=False)
+    )
     ckpt = resume_point(run_dir, tune.get_checkpoint(), settings)
     args = ["fit", "--config", str(config_path), *(["--ckpt_path", ckpt] if ckpt else [])]
     with open(run_dir / LOG, "a") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
