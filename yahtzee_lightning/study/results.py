@@ -137,6 +137,7 @@ def collect(out: str | Path) -> pd.DataFrame:
             final = final_columns(rec["summary"]) if rec.get("summary") else {}
             settings = {f"setting/{k}": v for k, v in (rec.get("settings") or {}).items()}
             row = {**ident, "seed": seed, "stage": "final", "games": rec.get("games"), **carried, **settings, **final}
+            row |= {k: rec[k] for k in ("node", "host") if k in rec}  # where it finished (a study on a cluster)
             rows.append(row | {"single_turn_score": rec.get("single_turn_score")})
     return pd.DataFrame(rows)
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from ray import tune
 
+from .cluster import CLUSTER_RETRIES, check_address, check_nodes, trial_resources
 from .packing import ensemble_of, pack_trials
 from .results import PLAN, Trial, write_table
 from .spec import Cell, Study, StudyError
@@ -102,6 +103,8 @@ def init_ray(address: str | None, cpus: int | None) -> int:
 
     import yahtzee_lightning
 
+    if address:
+        check_address(address)  # a short wait, not Ray's long retries on an address that does not answer
     checkout = str(Path(yahtzee_lightning.__file__).resolve().parents[1])
     path = os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH", "")) if p)
     env = {"PYTHONPATH": path, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -175,14 +178,23 @@ class ProgressCallback(tune.Callback):
         score = (trial.last_result or {}).get("final/mean_score")
         _PROGRESS.say(trial, f"done: final mean score {score:.1f}" if score is not None else "stopped", True)
 
+    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        _PROGRESS.say(trial, "lost (its process or node died): retried from its newest checkpoint")
+
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         _PROGRESS.say(trial, "FAILED (its run folder's error.txt says why; the other cells go on)", True)
 
 
-def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus: int) -> None:
-    """One Ray Tune experiment over ``trials``, restored if an earlier run of it was interrupted."""
+def trainable(study: Study, payloads: dict[str, dict[str, Any]]) -> Any:
+    """Ray Tune's trainable for these trials (by name), with the resources each asks for."""
     from .trial import run_trial
 
+    return tune.with_resources(tune.with_parameters(run_trial, trials=payloads), trial_resources(study.gpus_per_trial))
+
+
+def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus: int, retries: int = 0) -> None:
+    """One Ray Tune experiment over ``trials``, restored if an earlier run of it was interrupted;
+    a trial whose process dies is run again from its newest checkpoint up to ``retries`` times."""
     # Named for its trials too: a study file that gained cells starts a new experiment (its finished
     # trials report their final.json at once, its unfinished ones resume from their run folders)
     # rather than restoring one that lacks them.
@@ -191,18 +203,18 @@ def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus
     path = out / "ray" / experiment
     scheduler_spec = study.ablations[name].scheduler if name != POOL else None
     payloads = _payloads(trials, study, out)
-    trainable = tune.with_resources(tune.with_parameters(run_trial, trials=payloads), {"cpu": 1})
+    fn = trainable(study, payloads)
     callbacks = [ProgressCallback()]
     if tune.Tuner.can_restore(str(path)):
         print(f"resuming experiment {name} from {path}", file=sys.stderr)
-        tuner = tune.Tuner.restore(str(path), trainable, resume_unfinished=True, resume_errored=True)
+        tuner = tune.Tuner.restore(str(path), fn, resume_unfinished=True, resume_errored=True)
     else:
         space: dict[str, Any] = {"trial": tune.grid_search(list(payloads.values()))}
         if scheduler_spec and scheduler_spec["name"] == "pbt":
             space |= {k: tune.loguniform(lo, hi) for k, (lo, hi) in scheduler_spec["mutations"].items()}
         max_t = max(study.cells[t.cell].evaluations for t in trials) + 1
         tuner = tune.Tuner(
-            trainable,
+            fn,
             param_space=space,
             tune_config=tune.TuneConfig(
                 scheduler=_scheduler(scheduler_spec, max_t),
@@ -218,7 +230,7 @@ def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus
                 storage_path=str((out / "ray").resolve()),
                 verbose=0,
                 callbacks=callbacks,
-                failure_config=tune.FailureConfig(max_failures=0),
+                failure_config=tune.FailureConfig(max_failures=retries),
                 # PBT copies checkpoints between members: keep them all (they are small) rather than delete one in use.
                 checkpoint_config=tune.CheckpointConfig(num_to_keep=None if scheduler_spec else 2),
             ),
@@ -235,7 +247,12 @@ def _payloads(trials: list[Trial], study: Study, out: Path) -> dict[str, dict[st
         if t.pack:
             packs.setdefault(t.pack, []).append(t)
             continue
-        payloads[t.name] = {"cell": asdict(study.cells[t.cell]), "seeds": t.seeds, "run_dir": str(out / t.run_dir)}
+        payloads[t.name] = {
+            "cell": asdict(study.cells[t.cell]),
+            "seeds": t.seeds,
+            "run_dir": str(out / t.run_dir),
+            "gpus": study.gpus_per_trial,
+        }
     for name, pack in packs.items():
         members = ensemble_of(pack)
         first = next(t for t in pack if 0 in (t.members or []))
@@ -247,6 +264,7 @@ def _payloads(trials: list[Trial], study: Study, out: Path) -> dict[str, dict[st
             "seeds": seeds,
             "members": members,
             "run_dir": str(out / first.run_dir),
+            "gpus": study.gpus_per_trial,
         }
     return payloads
 
@@ -294,14 +312,22 @@ def run_study(
     cpus: int | None = None,
     force: bool = False,
     command: str | None = None,
+    retries: int | None = None,
 ) -> int:
     """Run (or resume) every trial of ``study`` into ``out``, then write its results table.
     Returns 0, or 1 when a cell failed (the others ran; ``results.csv`` says which and why).
-    ``command`` (the command line, for the report) is logged with the session's wall clock."""
+    ``command`` (the command line, for the report) is logged with the session's wall clock.
+    On a cluster (``address``) every node is checked first (:mod:`.cluster`), and a trial whose
+    process died (its node lost) is retried from its newest checkpoint ``retries`` times (default:
+    3 on a cluster, none locally)."""
     out = Path(out).resolve()  # Ray storage paths must be absolute (a relative one is read as a URI)
     prepare_folder(study, out, force)
     trials = plan_trials(study)
     cpus = init_ray(address, cpus)
+    if address:
+        nodes = check_nodes(out)
+        print(f"cluster at {address}: {nodes} nodes checked", file=sys.stderr)
+    retries = (CLUSTER_RETRIES if address else 0) if retries is None else retries
     labels = _trial_labels(study)
     global _PROGRESS
     _PROGRESS = Progress(len({t.pack or t.name for t in trials}), labels)
@@ -314,7 +340,7 @@ def run_study(
     log_session(out, command, started, cpus, address, end=False)
     try:
         for experiment in dict.fromkeys(t.experiment for t in trials):
-            run_experiment(experiment, [t for t in trials if t.experiment == experiment], study, out, cpus)
+            run_experiment(experiment, [t for t in trials if t.experiment == experiment], study, out, cpus, retries)
     finally:
         log_session(out, command, started, cpus, address, end=True)
     table = write_table(out)
