@@ -8,7 +8,7 @@ import torch
 import yaml
 
 from yahtzee_lightning.study.cli import main
-from yahtzee_lightning.study.context import mean_ci, pareto_front
+from yahtzee_lightning.study.context import pareto_front
 from yahtzee_lightning.study.runner import plan_trials, prepare_folder
 from yahtzee_lightning.study.spec import StudyError, load_study
 from yahtzee_lightning.study.trial import retune, trial_config
@@ -157,11 +157,8 @@ def test_an_evolved_learning_rate_is_written_into_the_inherited_checkpoint(tmp_p
     assert out["lr_schedulers"][0] == {"base_lrs": [0.004], "_last_lr": [0.002]}
 
 
-def test_the_frontier_and_the_confidence_interval():
+def test_the_frontier():  # the intervals over seeds: tests/study/test_stats.py
     assert pareto_front([(1, 5), (2, 4), (1.5, 3), (3, 1)]) == [(1, 5), (2, 4), (3, 1)]
-    mean, half = mean_ci([1.0, 3.0])
-    assert mean == 2.0 and half == pytest.approx(1.96 * 2**0.5 / 2**0.5)
-    assert mean_ci([4.0]) == (4.0, 0.0)
 
 
 def test_the_ensemble_seam_makes_a_cells_seeds_members_of_one_trial(tmp_path):

@@ -5,7 +5,7 @@ upper-bonus and Yahtzee rates, regret per game, single-turn score, head entropie
 variance); every member has one ``final`` row, with its ``status`` (done, failed with its
 ``error``, unfinished, or pending) and, when done, the final evaluation (mean, SD, SE, median,
 rates, regret per game, decision and box, P(score >= n), per box: mean score, share as the first
-box filled, median turn filled).
+box filled, median turn filled; the regret per game by box scored and by turn).
 """
 
 from __future__ import annotations
@@ -88,6 +88,8 @@ def final_columns(summary: dict[str, Any]) -> dict[str, Any]:
     if "regret" in summary:
         r = summary["regret"]
         cols |= {"regret_per_game": r["per_game_mean"], "regret_keep": r["keep_mean"], "regret_box": r["box_mean"]}
+        cols |= {f"regret_by_box/{box}": lost for box, lost in r.get("by_box", {}).items()}
+        cols |= {f"regret_by_turn/{t + 1}": lost for t, lost in enumerate(r.get("by_turn", []))}
     cols |= {f"p_ge_{n}": p for n, p in summary["p_score_at_least"].items()}
     for box, s in summary["boxes"].items():
         cols |= {f"box_mean/{box}": s["mean"], f"first_box/{box}": s["first_box_share"]}
@@ -147,6 +149,16 @@ def write_table(out: str | Path) -> pd.DataFrame:
     table = collect(out)
     table.to_csv(Path(out) / TABLE, index=False)
     return table
+
+
+def load_table(out: str | Path) -> pd.DataFrame:
+    """The results of a study folder: collected afresh from its run folders (and written to
+    ``results.csv``), or, where the folder holds no run folders (a report's committed copy:
+    ``study.json``, ``results.csv``, ``reference.json``), read back from ``results.csv``."""
+    out = Path(out)
+    if not (out / "runs").is_dir() and (out / TABLE).exists():
+        return pd.read_csv(out / TABLE)
+    return write_table(out)
 
 
 def optimal_summary(out: str | Path) -> dict[str, Any] | None:

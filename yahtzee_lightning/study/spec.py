@@ -28,7 +28,8 @@ from typing import Any
 import yaml
 
 #: Every exhibit a study can ask for (report.py draws each): the single-turn task (S), the full
-#: game (F), the tables (T), per-agent profiles of play (P) and population-based training (B).
+#: game (F), the tables (T), per-agent profiles of play (P), population-based training (B) and the
+#: regret against the optimum by turn and by box (R).
 EXHIBIT_IDS = (
     *(f"S{i}" for i in range(1, 5)),
     *(f"F{i}" for i in range(1, 14)),
@@ -37,6 +38,7 @@ EXHIBIT_IDS = (
     *(f"P{i}" for i in range(1, 5)),
     "B1",
     "B2",
+    "R1",
 )
 SCHEDULERS = ("asha", "pbt")
 SEEDS_AS = ("auto", "runs", "members")
@@ -76,6 +78,7 @@ class Cell:
     eval_games: int = 0
     final_eval_games: int = 0
     accepts_ensemble: bool = False
+    gae_lambda: float | None = None  # the advantage's lambda (None: the algorithm has none), for legends
 
 
 @dataclass
@@ -393,6 +396,7 @@ def _cell(cid: str, base: Path, overrides: dict[str, Any], config: Any) -> Cell:
         eval_games=int(get("eval_games")),
         final_eval_games=int(get("final_eval_games")),
         accepts_ensemble=_accepts_ensemble(class_path),
+        gae_lambda=None if get("gae_lambda", None) is None else float(get("gae_lambda")),
     )
 
 
