@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from yahtzee_lightning.machine import describe_machine
+
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "conf" / "study" / "smoke.yaml"
 
@@ -74,6 +76,7 @@ def test_the_smoke_study_runs_is_killed_resumes_and_reports(tmp_path, default_ta
     sessions = [json.loads(line) for line in (out / "sessions.jsonl").read_text().splitlines()]
     assert [s["wall_clock_s"] is None for s in sessions] == [True, False]  # the killed session, then the resume
     assert sessions[1]["command"].startswith("yahtzee-lightning study run") and sessions[1]["cpus"] == 2
+    assert sessions[1]["machine"] == describe_machine()
     assert "Wall clock:" in index and "killed (no wall clock)" in index and "cores" in index
     for eid, entry in manifest.items():
         path = out / "report" / entry["file"]

@@ -22,7 +22,7 @@ from ..game.rules import N_ROLLS
 from ..nn import PolicyModule, eval_mode
 
 if TYPE_CHECKING:
-    from .base import OnPolicyAlgorithm
+    from .host import CollectionHost
 
 
 class _Updates(IterableDataset):
@@ -34,7 +34,7 @@ class _Updates(IterableDataset):
     Lightning's warning about lengths under multi-process loading does not apply.)
     """
 
-    def __init__(self, module: OnPolicyAlgorithm) -> None:
+    def __init__(self, module: CollectionHost) -> None:
         self.module = module
 
     def _left(self) -> int:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import shutil
 import sys
 import time
@@ -23,6 +22,7 @@ from typing import Any
 
 from ray import tune
 
+from ..machine import describe_machine
 from .cluster import CLUSTER_RETRIES, check_address, check_nodes, trial_resources
 from .packing import ensemble_of, pack_trials
 from .results import PLAN, Trial, write_table
@@ -274,20 +274,6 @@ def _trial_name(trial: Any) -> str:
     return t.get("name") or f"{t['cell']['id']}-s{'-'.join(map(str, t['seeds']))}"
 
 
-def machine() -> str:
-    """This machine in a few words, for the report: CPU, cores, GPU if any, torch."""
-    import torch
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()  # Linux: the CPU's model name
-        cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), cpu)
-    except OSError:
-        pass
-    gpu = f", {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ", no GPU"
-    return f"{cpu}, {os.cpu_count()} cores{gpu}, torch {torch.__version__}"
-
-
 def log_session(out: Path, command: str | None, started: float, cpus: int, address: str | None, end: bool) -> None:
     """This session's line in ``OUT/sessions.jsonl``: written when it starts (a killed session keeps
     a line without a wall clock) and completed when it ends, also on an error."""
@@ -295,7 +281,7 @@ def log_session(out: Path, command: str | None, started: float, cpus: int, addre
         "command": command,
         "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started)),
         "wall_clock_s": round(time.time() - started, 1) if end else None,
-        "machine": machine() if address is None else f"Ray cluster at {address}",
+        "machine": describe_machine() if address is None else f"Ray cluster at {address}",
         "cpus": cpus,
     }
     path = out / SESSIONS
