@@ -95,17 +95,27 @@ def test_trials_ask_ray_for_a_share_of_a_gpu_and_train_on_it(tmp_path, capsys):
     assert "--gpus-per-trial: must be a number from 0 to 1" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("fault", ["not_installed", "other_version", "folder_unseen", "folder_unwritable"])
+FAULTS = {
+    "not_installed": "yahtzee_lightning does not import there",
+    "other_version": "has yahtzee_lightning 0.0.1",
+    "config_missing": "lacks the study's config file",
+    "folder_unseen": "does not see the study folder",
+    "folder_unwritable": "cannot write to the study folder",
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
 def test_a_node_that_cannot_run_the_study_is_named_before_anything_runs(two_nodes, tmp_path, monkeypatch, fault):
     """The fault is made on one node only, inside its check: Python there is told that the package
-    does not exist (``sys.modules``), or reports another version, or the node looks at a folder of
-    its own disk instead of the study folder, or finds its write target taken by a folder."""
+    does not exist (``sys.modules``), or reports another version, or the node looks for the config
+    files in another checkout, or at a folder of its own disk instead of the study folder, or finds
+    its write target taken by a folder."""
     import ray
 
     cluster, _ = two_nodes
     real = cluster_module.node_probe
 
-    def probe(out: str, token: str) -> dict:
+    def probe(out: str, token: str, files: list[str]) -> dict:
         import sys as node_sys
 
         import ray as node_ray
@@ -113,11 +123,11 @@ def test_a_node_that_cannot_run_the_study_is_named_before_anything_runs(two_node
         bad = [n["NodeID"] for n in node_ray.nodes() if n["Alive"]][-1]
         here = node_ray.get_runtime_context().get_node_id()
         if here != bad:
-            return real(out, token)
+            return real(out, token, files)
         if fault == "not_installed":
             saved, node_sys.modules["yahtzee_lightning"] = node_sys.modules["yahtzee_lightning"], None
             try:
-                return real(out, token)
+                return real(out, token, files)
             finally:
                 node_sys.modules["yahtzee_lightning"] = saved
         if fault == "other_version":
@@ -125,15 +135,17 @@ def test_a_node_that_cannot_run_the_study_is_named_before_anything_runs(two_node
 
             saved, yahtzee_lightning.__version__ = yahtzee_lightning.__version__, "0.0.1"
             try:
-                return real(out, token)
+                return real(out, token, files)
             finally:
                 yahtzee_lightning.__version__ = saved
+        if fault == "config_missing":  # its checkout elsewhere: the cells' base configs are not at that path
+            return real(out, token, [f.replace(str(ROOT), str(ROOT) + "-elsewhere") for f in files])
         if fault == "folder_unseen":
             own = Path(out + "-its-own-disk")
             own.mkdir(exist_ok=True)
-            return real(str(own), token)
+            return real(str(own), token, files)
         (Path(out) / f"{token}-{here[:12]}").mkdir()
-        return real(out, token)
+        return real(out, token, files)
 
     monkeypatch.setattr(cluster_module, "node_probe", probe)
     out = tmp_path / "out"
@@ -142,13 +154,7 @@ def test_a_node_that_cannot_run_the_study_is_named_before_anything_runs(two_node
     bad = [n for n in ray.nodes() if n["Alive"]][-1]["NodeID"]
     message = str(caught.value)
     assert "\n" not in message and f"node {bad[:12]}" in message
-    expected = {
-        "not_installed": "yahtzee_lightning does not import there",
-        "other_version": "has yahtzee_lightning 0.0.1",
-        "folder_unseen": "does not see the study folder",
-        "folder_unwritable": "cannot write to the study folder",
-    }[fault]
-    assert expected in message
+    assert FAULTS[fault] in message
     assert not (out / "runs").exists() and not (out / "sessions.jsonl").exists()  # nothing ran
     assert [p.name for p in out.iterdir() if p.is_file()] == ["study.json"]  # the check left no file behind
 
@@ -161,7 +167,7 @@ def test_a_study_runs_on_every_node_and_survives_losing_one(two_nodes, tmp_path,
     out = tmp_path / "out"
     args = ["run", str(_write_study(tmp_path)), "--out", str(out), "--address", cluster.address, "--report"]
     run = _study(*args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline, caught = time.monotonic() + 180, None
+    deadline, caught = time.monotonic() + 300, None
     while caught is None and run.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
         for history in out.glob("runs/*/*/history.jsonl"):

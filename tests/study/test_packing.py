@@ -10,7 +10,7 @@ import pytest
 import yaml
 from test_smoke_study import ROOT, SMOKE, _study
 
-from yahtzee_lightning.study.runner import plan_trials
+from yahtzee_lightning.study.runner import plan_trials, prepare_folder
 from yahtzee_lightning.study.spec import StudyError, load_study
 
 TINY = {**yaml.safe_load(SMOKE.read_text())["profiles"]["smoke"]["set"], "model.init_args.final_eval_games": 40}
@@ -87,13 +87,13 @@ def test_a_required_pack_of_cells_of_different_shapes_is_refused_naming_the_cell
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out" / "runs").exists()
 
 
-def test_a_folder_run_packed_resumes_only_packed(tmp_path):
-    path = _write(tmp_path, {**STUDY, "ablations": {"td0": STUDY["ablations"]["td0"]}})
-    from yahtzee_lightning.study.runner import prepare_folder
-
+def test_a_folder_resumes_packed_or_not_as_it_was_started(tmp_path, capsys):
+    path = _write(tmp_path, {**STUDY, "ablations": {"lr": STUDY["ablations"]["lr"]}})
     study = load_study(path)
     prepare_folder(study, tmp_path / "out", force=False)
-    assert json.loads((tmp_path / "out" / "study.json").read_text())["study"]["pack"] is True
-    study.pack = False
-    with pytest.raises(StudyError, match="was run packed; resume it without --no-pack"):
-        prepare_folder(study, tmp_path / "out", force=False)
+    planned = json.loads((tmp_path / "out" / "study.json").read_text())
+    assert planned["study"]["pack"] is True and all(t["pack"] for t in planned["trials"])
+    study.pack = False  # `study run --no-pack` on a folder started packed
+    prepare_folder(study, tmp_path / "out", force=False)
+    assert study.pack is True and "was started packed, and resumes so" in capsys.readouterr().err
+    assert json.loads((tmp_path / "out" / "study.json").read_text()) == planned

@@ -57,10 +57,12 @@ def where() -> dict[str, str]:
         return {}
 
 
-def node_probe(out: str, token: str) -> dict[str, Any]:
-    """Run on one node: its ``yahtzee_lightning`` version (or why it does not import), whether it
-    sees ``out/token`` (written by the machine that runs the study) and can write beside it."""
+def node_probe(out: str, token: str, files: list[str]) -> dict[str, Any]:
+    """Run on one node: its ``yahtzee_lightning`` version (or why it does not import), which of the
+    study's config ``files`` it lacks, whether it sees ``out/token`` (written by the machine that
+    runs the study) and can write beside it."""
     found: dict[str, Any] = where()
+    found["missing"] = [f for f in files if not Path(f).is_file()]
     try:
         import yahtzee_lightning
 
@@ -84,9 +86,10 @@ def node_name(node: dict[str, Any]) -> str:
     return f"node {node['NodeID'][:12]} ({node.get('NodeManagerHostname', '?')}, {node.get('NodeManagerAddress', '?')})"
 
 
-def check_nodes(out: Path, timeout: float = PROBE_TIMEOUT_S) -> int:
+def check_nodes(out: Path, files: list[str], timeout: float = PROBE_TIMEOUT_S) -> int:
     """Run :func:`node_probe` on every alive node of the connected cluster; raise :class:`StudyError`
-    naming the first node that lacks the project (or has another version of it), does not see the
+    naming the first node that lacks the project (or has another version of it) or one of the
+    study's config ``files`` (a trial reads its cell's base config where it runs), does not see the
     study folder ``out`` or cannot write there, or does not answer. Returns the number of nodes."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -101,7 +104,7 @@ def check_nodes(out: Path, timeout: float = PROBE_TIMEOUT_S) -> int:
         probe = ray.remote(num_cpus=0, max_retries=0)(node_probe)  # looked up now: a test may replace it
         refs = {
             probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(
-                str(out), token
+                str(out), token, files
             ): n
             for n in nodes
         }
@@ -132,6 +135,9 @@ def _problems(node: dict[str, Any], ref: Any, out: Path, version: str) -> list[s
         return [f"{name}: yahtzee_lightning does not import there ({found['import_error']}); {install}"]
     if found["version"] != version:
         return [f"{name}: has yahtzee_lightning {found['version']}, this machine {version}; {install}"]
+    if found["missing"]:
+        where_ = "at the same path on every node (e.g. a checkout on the shared folder)"
+        return [f"{name}: lacks the study's config file {found['missing'][0]}; keep the config files {where_}"]
     shared = "the study folder must be one shared folder at the same path on every node (e.g. NFS)"
     if not found["sees"]:
         return [f"{name}: does not see the study folder {out} as this machine does; {shared}"]

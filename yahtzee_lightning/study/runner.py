@@ -69,7 +69,8 @@ def prepare_folder(study: Study, out: Path, force: bool) -> None:
     """Write the study's plan into ``out``, or check that ``out`` holds this study's results.
 
     Another study's results (or a folder that holds something else) are refused, naming them;
-    ``force`` deletes what an earlier study wrote there first.
+    ``force`` deletes what an earlier study wrote there first. A folder resumes packed or not as it
+    was started (its run folders are those of that way), whatever ``study.pack`` says.
     """
     trials = plan_trials(study)  # a pack that cannot be refuses the study before anything is written
     plan = out / PLAN
@@ -87,9 +88,11 @@ def prepare_folder(study: Study, out: Path, force: bool) -> None:
                 f"{out}: holds the results of study {old['name']!r} (profile {old['profile']}), not {study.name!r} "
                 f"(profile {study.profile}); choose another --out, or add --force to delete them"
             )
-        if bool(old.get("pack", True)) != bool(study.pack):  # its run folders are those of the other way
-            flag = "without --no-pack" if old.get("pack", True) else "with --no-pack (or pack: false)"
-            raise StudyError(f"{out}: was run {'packed' if old.get('pack', True) else 'unpacked'}; resume it {flag}")
+        packed = old.get("pack", False)  # a folder from before packing was run unpacked
+        if bool(packed) != bool(study.pack):  # its run folders are those of the way it started: kept
+            print(f"{out}: was started {'packed' if packed else 'unpacked'}, and resumes so", file=sys.stderr)
+            study.pack = packed
+            trials = plan_trials(study)
     elif out.is_dir() and any(out.iterdir()):
         raise StudyError(f"{out}: is not empty and holds no study; choose another --out")
     out.mkdir(parents=True, exist_ok=True)
@@ -311,7 +314,7 @@ def run_study(
     trials = plan_trials(study)
     cpus = init_ray(address, cpus)
     if address:
-        nodes = check_nodes(out)
+        nodes = check_nodes(out, sorted({cell.base for cell in study.cells.values()}))
         print(f"cluster at {address}: {nodes} nodes checked", file=sys.stderr)
     retries = (CLUSTER_RETRIES if address else 0) if retries is None else retries
     labels = _trial_labels(study)
