@@ -26,12 +26,15 @@ states; the single-game env builds the same vectors from its own state (a test c
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 import torch
 from gymnasium import spaces
 
 from ..game import N_BOXES, N_KEEPS, OPEN, GameState, Rules, box_options, upper_sum
 from ..game.rules import N_FACES, N_ROLLS, UPPER_BONUS_THRESHOLD, YAHTZEE_BOX
+from ..game.single import SingleGame
 from ..game.tables import tables, take
 
 N_ACTIONS = N_KEEPS + N_BOXES  # 45
@@ -103,6 +106,39 @@ def encode_batch(state: GameState, rules: Rules) -> tuple[np.ndarray, np.ndarray
     scoring = (state.roll == N_ROLLS - 1) & ~over
     mask = torch.cat([rolling.unsqueeze(-1).expand(*rolling.shape, N_KEEPS), legal & scoring.unsqueeze(-1)], -1)
     return obs.to(torch.float32).cpu().numpy(), mask.to(torch.int8).cpu().numpy()
+
+
+@cache
+def _single_parts() -> tuple[list[list[float]], ...]:
+    """The observation's pieces as Python floats, indexed by the state: a list concatenation then
+    one ``np.array`` per step is the fast path for one game."""
+    f = np.float64  # the same float64 arithmetic as encode_batch, so the float32 casts agree
+    counts = (tables("cpu").counts.numpy().astype(f) / COUNT_SCALE).tolist()
+    roll = np.eye(N_ROLLS).tolist()
+    turn = np.minimum(np.arange(N_BOXES + 1, dtype=f) / TURN_SCALE, 1.0).tolist()
+    upper = np.minimum(np.arange(6 * 30 + 1, dtype=f) / UPPER_SCALE, 1.0).tolist()
+    score = np.minimum(np.arange(51, dtype=f) / SCORE_SCALE, 1.0).tolist()
+    return counts, roll, turn, upper, score
+
+
+_KEEP_MASK = np.array([1] * N_KEEPS + [0] * N_BOXES, dtype=np.int8)
+_NO_KEEP = [0] * N_KEEPS
+
+
+def encode_single(game: SingleGame) -> tuple[np.ndarray, np.ndarray]:
+    """The observation ``(39,) float32`` and action mask ``(45,) int8`` of one game (as :func:`encode_batch`)."""
+    counts, roll, turn, upper, score = _single_parts()
+    card = game.card
+    obs = counts[game.dice] + [1.0 if c == OPEN else 0.0 for c in card] + roll[game.roll]
+    obs += [turn[game.turn], upper[game.upper], 1.0 if card[YAHTZEE_BOX] == 50 else 0.0, 1.0 if game.joker else 0.0]
+    obs += [score[v] for v in game.values]
+    if game.turn >= game.n_turns:
+        mask = np.zeros(N_ACTIONS, dtype=np.int8)
+    elif game.roll < N_ROLLS - 1:
+        mask = _KEEP_MASK.copy()
+    else:
+        mask = np.array(_NO_KEEP + game.legal, dtype=np.int8)
+    return np.array(obs, dtype=np.float32), mask
 
 
 assert N_FACES + 2 * N_BOXES + N_ROLLS + 4 == OBS_SIZE
