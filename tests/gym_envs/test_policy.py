@@ -55,7 +55,7 @@ def test_maskable_ppo_learns_on_the_sb3_vec_env(trained):
     assert mean_score(model) > before + 5  # the same 200 games, greedy, before and after
 
 
-def test_evaluate_plays_an_sb3_zip_with_the_table(trained, capsys):
+def test_evaluate_plays_an_sb3_zip_with_the_table(trained, capsys, default_table):
     _, _, path = trained
     assert evaluate_main(["--agent", f"sb3:{path}", "--games", "20"]) == 0
     out = capsys.readouterr().out

@@ -9,9 +9,10 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 
-from yahtzee_lightning.game import Rules
+from yahtzee_lightning.game import N_DICE, N_FACES, Rules
+from yahtzee_lightning.game.single import SingleGame
 from yahtzee_lightning.gym.sb3 import YahtzeeSB3VecEnv
-from yahtzee_lightning.gym.spaces import MASK_KEY, OBS_KEY, OPEN_BOXES, ROLL, TURN, observation_space
+from yahtzee_lightning.gym.spaces import MASK_KEY, OBS_KEY, OPEN_BOXES, ROLL, TURN, encode_single, observation_space
 from yahtzee_lightning.gym.vector import YahtzeeVectorEnv
 
 N = 8
@@ -66,6 +67,25 @@ def test_reset_and_step_shapes_and_same_step_autoreset(rules):
     assert (obs[OBS_KEY][:, ROLL.start] == 1).all() and (obs[OBS_KEY][:, TURN] == 0).all()
     assert obs[OBS_KEY][:, OPEN_BOXES].sum(1).tolist() == [len(rules.boxes)] * N  # a fresh card
     assert (total >= 0).all() and total.max() > 0
+
+
+@pytest.mark.parametrize("rules", VARIANTS, ids=lambda r: r.tag())
+def test_the_vector_env_observes_as_the_single_game_env_in_the_same_state(rules):
+    """Every game's row, at every step of whole games, is the single-game encoder's vector and mask
+    for a one-game engine put in the same state (card, dice, roll)."""
+    env = YahtzeeVectorEnv(64, rules=rules)
+    obs, _ = env.reset(seed=2)
+    rng = np.random.default_rng(2)
+    game = SingleGame(rules)
+    for _ in range(3 * len(rules.boxes)):
+        state = env.games.state
+        dice, cards, rolls = state.dice.tolist(), state.card.tolist(), state.roll.tolist()
+        for i in range(env.num_envs):
+            game.start(cards[i], sum((d - 1) * N_FACES**k for k, d in enumerate(dice[i][:N_DICE])))
+            game.roll = rolls[i]
+            single_obs, single_mask = encode_single(game)
+            assert np.array_equal(obs[OBS_KEY][i], single_obs) and np.array_equal(obs[MASK_KEY][i], single_mask)
+        obs, *_ = env.step(random_legal(env.action_masks(), rng))
 
 
 def test_single_turn_games_end_after_three_decisions_and_start_on_a_random_card():
