@@ -100,14 +100,20 @@ def sb3_player(path: str | Path, rules: Rules | None = None, device: torch.devic
         )
     policy = data["policy_class"](want_obs, want_act, lambda _: 0.0, **data.get("policy_kwargs", {}))
     policy.load_state_dict(params["policy"])
-    policy.to(device).set_training_mode(False)
+    return sb3_policy_player(policy.to(device), rules, name=f"sb3:{path.name}")
+
+
+def sb3_policy_player(policy: Any, rules: Rules | None = None, name: str = "sb3") -> GymPolicyPlayer:
+    """An SB3 policy object (``model.policy``) as a player: its deterministic action, given the
+    legal actions where it takes them (sb3-contrib's maskable policies)."""
+    policy.set_training_mode(False)
     masked = "action_masks" in policy.predict.__code__.co_varnames
 
     def act(obs: dict[str, np.ndarray]) -> np.ndarray:
         kwargs = {"action_masks": obs[MASK_KEY].astype(bool)} if masked else {}
         return policy.predict(obs, deterministic=True, **kwargs)[0]
 
-    return GymPolicyPlayer(act, rules, name=f"sb3:{path.name}")
+    return GymPolicyPlayer(act, rules, name=name)
 
 
-__all__ = ["GymPolicyPlayer", "sb3_player", "state_of"]
+__all__ = ["GymPolicyPlayer", "sb3_player", "sb3_policy_player", "state_of"]
