@@ -3,7 +3,7 @@
 A batched tensor engine pays a few microseconds of dispatch per operation, which a batch of
 thousands hides and a batch of one does not. :class:`SingleGame` plays the same rules (every
 :class:`~yahtzee_lightning.game.Rules` variant, the same start cards) from Python lists built once
-from the shared tables, so that one decision costs a few list look-ups. ``tests/game/test_single.py``
+from the shared tables, so that one decision costs a few list look-ups. ``tests/game/test_single_game.py``
 checks it move by move against :func:`~yahtzee_lightning.game.engine.step`.
 
 Randomness comes in as a *roll code*: an int in ``0..7775``, the base-6 digits of five fresh
@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from functools import cache
+from operator import mul
 
 import torch
 
@@ -40,6 +41,7 @@ OPEN = -1
 class ListTables:
     """The shared tables as nested Python lists (indexing a list beats indexing a tensor by far)."""
 
+    faces: list[list[int]]  # [dice] sorted face values
     counts: list[list[int]]  # [dice] face counts
     base: list[list[int]]  # [dice] box scores without joker
     joker: list[list[int]]  # [dice] box scores played as a joker
@@ -60,6 +62,7 @@ def list_tables() -> ListTables:
     kept_code = ((T.dice - 1) * powers) @ keeps  # (252, 32)
     free_code = (digits * powers) @ (1 - keeps)  # (7776, 32)
     return ListTables(
+        faces=T.dice.tolist(),
         counts=T.counts.tolist(),
         base=T.base_scores.tolist(),
         joker=T.joker_scores.tolist(),
@@ -76,14 +79,15 @@ class SingleGame:
 
     ``dice`` (multiset index 0..251), ``card`` (13 box scores, -1 open), ``roll`` (0, 1, 2),
     ``turn`` (boxes in play filled), ``yahtzee_bonuses``, ``score`` (the card's total) and ``upper``
-    (the upper section's sum). After
+    (the upper section's sum); ``is_open`` (13 ints, 1 = open) and ``legal`` (13 ints, 1 = the box
+    may be scored now) are lists that are replaced, never changed in place. After
     each change of dice or card it caches what every box would score (``values``), which boxes are
     legal (``legal``), the Yahtzee bonus a box would earn now (``bonus``) and whether a joker is
     active (``joker``): the observation and the next scoring read them.
     """
 
     __slots__ = ("rules", "card", "dice", "roll", "turn", "yahtzee_bonuses", "score", "upper", "values", "legal")
-    __slots__ += ("bonus", "joker", "_t", "_forced", "_joker_on", "_bonus_on", "n_turns")
+    __slots__ += ("is_open", "bonus", "joker", "_t", "_forced", "_joker_on", "_bonus_on", "n_turns")
 
     def __init__(self, rules: Rules | None = None) -> None:
         self.rules = rules or Rules()
@@ -92,12 +96,13 @@ class SingleGame:
         self._joker_on = self.rules.joker_active
         self._bonus_on = self.rules.yahtzee_bonus
         self.n_turns = len(self.rules.boxes)
-        self.start([OPEN if b in self.rules.boxes else 0 for b in range(N_BOXES)], 0)
+        self.start(self.empty_card(), 0)
 
     # ------------------------------------------------------------------ start
     def start(self, card: list[int], code: int) -> None:
         """Begin at the first roll of a turn on ``card`` (a list of 13 scores, -1 open) with roll ``code``."""
         self.card = list(card)
+        self.is_open = [int(c == OPEN) for c in self.card]
         self.dice = self._t.code_to_index[code]
         self.roll = 0
         self.turn = sum(c != OPEN for c in self.card) - (N_BOXES - self.n_turns)
@@ -106,16 +111,25 @@ class SingleGame:
         self.score = sum(max(c, 0) for c in self.card) + (UPPER_BONUS if upper >= UPPER_BONUS_THRESHOLD else 0)
         self._evaluate()
 
+    def empty_card(self) -> list[int]:
+        """A fresh card: boxes in play open, the others filled with 0."""
+        return [OPEN if b in self.rules.boxes else 0 for b in range(N_BOXES)]
+
     def random_card(self, rng: random.Random) -> list[int]:
         """A random partly filled card, drawn as :func:`~yahtzee_lightning.game.engine.random_partial_cards`
         draws them: a uniform number (0..n-1) of the boxes in play, each scored on a random roll."""
-        card = [OPEN if b in self.rules.boxes else 0 for b in range(N_BOXES)]
+        card = self.empty_card()
         boxes = self.rules.boxes
         for b in rng.sample(boxes, rng.randrange(len(boxes))):
             card[b] = self._t.base[self._t.code_to_index[rng.randrange(N_CODES)]][b]
         return card
 
     # ------------------------------------------------------------------ rules
+    @property
+    def faces(self) -> list[int]:
+        """The sorted face values of the dice."""
+        return self._t.faces[self.dice]
+
     @property
     def over(self) -> bool:
         """Every box in play is filled."""
@@ -124,7 +138,7 @@ class SingleGame:
     def _evaluate(self) -> None:
         """Scores, legality and the bonus of every box for the current dice (``box_options``'s rules)."""
         t, card, d = self._t, self.card, self.dice
-        legal = [c == OPEN for c in card]
+        legal = self.is_open  # never changed in place: score_box makes a new list
         row = t.base[d]
         yahtzee_box = card[YAHTZEE_BOX]
         yahtzee = t.is_yahtzee[d]
@@ -141,8 +155,8 @@ class SingleGame:
                     allowed = [b >= 6 for b in range(N_BOXES)]
                 else:
                     allowed = [b < 6 for b in range(N_BOXES)]
-                legal = [a and b for a, b in zip(legal, allowed, strict=True)]
-        self.values = [v if ok else 0 for v, ok in zip(row, legal, strict=True)]
+                legal = [int(a and b) for a, b in zip(legal, allowed, strict=True)]
+        self.values = list(map(mul, row, legal))  # 0 where illegal
         self.legal = legal
         self.joker = joker
         self.bonus = YAHTZEE_BONUS if self._bonus_on and yahtzee and yahtzee_box == 50 else 0
@@ -167,6 +181,8 @@ class SingleGame:
             if before < UPPER_BONUS_THRESHOLD <= before + value:
                 reward += UPPER_BONUS
         card[box] = value
+        self.is_open = self.is_open.copy()
+        self.is_open[box] = 0
         self.yahtzee_bonuses += self.bonus // YAHTZEE_BONUS
         self.score += reward
         self.turn += 1

@@ -26,6 +26,7 @@ states; the single-game env builds the same vectors from its own state (a test c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 
 import numpy as np
@@ -60,9 +61,32 @@ UPPER_SCALE = float(UPPER_BONUS_THRESHOLD)
 SCORE_SCALE = 50.0
 
 
-def action_space() -> spaces.Discrete:
-    """``Discrete(45)``: 32 keep patterns, then 13 boxes."""
-    return spaces.Discrete(N_ACTIONS)
+class MaskedDiscrete(spaces.Discrete):
+    """``Discrete(45)`` whose ``sample()`` without a mask draws one of the actions legal now.
+
+    Random play (``env.action_space.sample()``) and the random steps of Gymnasium's and SB3's env
+    checkers are then legal moves, while a wrong action still raises. It equals, and pickles as, a
+    plain ``Discrete(45)`` (a saved model does not drag the env along).
+    """
+
+    def __init__(self, current_mask: Callable[[], np.ndarray] | None = None) -> None:
+        super().__init__(N_ACTIONS)
+        self._current_mask = current_mask
+
+    def sample(self, mask: np.ndarray | None = None, probability: np.ndarray | None = None) -> np.int64:
+        if mask is None and probability is None and self._current_mask is not None:
+            legal = self._current_mask()
+            mask = legal if legal.any() else None
+        return super().sample(mask=mask, probability=probability)
+
+    def __reduce__(self) -> tuple:
+        return (spaces.Discrete, (self.n,))
+
+
+def action_space(current_mask: Callable[[], np.ndarray] | None = None) -> spaces.Discrete:
+    """``Discrete(45)``: 32 keep patterns, then 13 boxes; given the env's ``current_mask``, its
+    ``sample()`` draws legal actions (:class:`MaskedDiscrete`)."""
+    return spaces.Discrete(N_ACTIONS) if current_mask is None else MaskedDiscrete(current_mask)
 
 
 def observation_space(extra: int = 0) -> spaces.Dict:
@@ -128,10 +152,10 @@ _NO_KEEP = [0] * N_KEEPS
 def encode_single(game: SingleGame) -> tuple[np.ndarray, np.ndarray]:
     """The observation ``(39,) float32`` and action mask ``(45,) int8`` of one game (as :func:`encode_batch`)."""
     counts, roll, turn, upper, score = _single_parts()
-    card = game.card
-    obs = counts[game.dice] + [1.0 if c == OPEN else 0.0 for c in card] + roll[game.roll]
-    obs += [turn[game.turn], upper[game.upper], 1.0 if card[YAHTZEE_BOX] == 50 else 0.0, 1.0 if game.joker else 0.0]
-    obs += [score[v] for v in game.values]
+    obs = counts[game.dice] + list(map(float, game.is_open)) + roll[game.roll]
+    holds_50 = 1.0 if game.card[YAHTZEE_BOX] == 50 else 0.0
+    obs += [turn[game.turn], upper[game.upper], holds_50, 1.0 if game.joker else 0.0]
+    obs += map(score.__getitem__, game.values)
     if game.turn >= game.n_turns:
         mask = np.zeros(N_ACTIONS, dtype=np.int8)
     elif game.roll < N_ROLLS - 1:
