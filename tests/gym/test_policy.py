@@ -1,6 +1,8 @@
 """Any policy, exact regret: MaskablePPO learns on the SB3 VecEnv, and ``evaluate`` plays an SB3
 zip (``--agent sb3:PATH``) or a plain callable over Gymnasium observations, with the same table."""
 
+import sys
+
 import gymnasium
 import numpy as np
 import pytest
@@ -15,6 +17,14 @@ from yahtzee_lightning.gym.policy import GymPolicyPlayer
 from yahtzee_lightning.gym.sb3 import YahtzeeSB3VecEnv
 from yahtzee_lightning.gym.spaces import MASK_KEY
 from yahtzee_lightning.resolve import resolve_player
+
+
+def save(model, path):
+    """``model.save``: SB3 records ``gym.__version__`` if ``import gym`` works, and with tests/ on
+    sys.path (pytest's rootdir conftest) ``gym`` would be this folder, which has none."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(sys.modules, "gym", None)  # import gym -> ImportError, which SB3 expects
+        model.save(path)
 
 
 def first_legal(obs):
@@ -45,7 +55,7 @@ def trained(tmp_path_factory):
     before = mean_score(model)
     model.learn(64 * 39 * 8)
     path = tmp_path_factory.mktemp("sb3") / "model.zip"
-    model.save(path)
+    save(model, path)
     return model, before, path
 
 
@@ -67,7 +77,7 @@ def test_evaluate_plays_an_sb3_zip_with_the_table(trained, capsys, default_table
 
 def test_an_sb3_model_of_other_spaces_or_no_model_is_refused_in_one_line(tmp_path, capsys):
     path = tmp_path / "cartpole.zip"
-    PPO("MlpPolicy", gymnasium.make("CartPole-v1"), n_steps=64, batch_size=64).save(path)
+    save(PPO("MlpPolicy", gymnasium.make("CartPole-v1"), n_steps=64, batch_size=64), path)
     not_a_zip = tmp_path / "model.zip"
     not_a_zip.write_text("hello")
     for agent, why in [
