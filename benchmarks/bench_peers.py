@@ -109,7 +109,9 @@ def sb3_env(kind: str, seed: int) -> Any:
 
     if kind.startswith("ourvec"):
         return YahtzeeSB3VecEnv(int(kind.removeprefix("ourvec")), seed=seed)
-    return make_vec_env(ENV_ID, n_envs=int(kind.removeprefix("dummyvec") or 1), seed=seed)
+    # make_vec_env asks for render_mode="rgb_array" unless told otherwise; the env renders text only.
+    n = int(kind.removeprefix("dummyvec"))
+    return make_vec_env(ENV_ID, n_envs=n, seed=seed, env_kwargs={"render_mode": None})
 
 
 SB3_SYSTEMS: dict[str, tuple[str, dict[str, Any]]] = {
