@@ -159,3 +159,12 @@ def test_sb3_vec_env_masks_terminal_observations_and_seeds():
     assert env.env_method("action_masks", indices=[1])[0].shape == (45,)
     with pytest.raises(AttributeError):
         env.get_attr("no_such_attribute")
+
+
+def test_make_vec_builds_the_batched_env_with_rule_keywords():
+    env = gymnasium.make_vec("yahtzee_lightning/YahtzeeSingleTurn-v0", num_envs=4, joker="forced")
+    assert isinstance(env, YahtzeeVectorEnv) and env.num_envs == 4
+    assert env.rules == Rules(joker="forced") and env.games.task == "single_turn"
+    assert env.observation_space.contains(env.reset(seed=0)[0])
+    with pytest.raises(TypeError, match="unknown keyword 'jokr'"):
+        gymnasium.make_vec("yahtzee_lightning/Yahtzee-v0", num_envs=2, jokr="free")

@@ -18,6 +18,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices
 
 from ..game import Rules
+from .single import make_rules
 from .spaces import action_space, observation_space
 from .vector import BatchedGames
 
@@ -35,8 +36,9 @@ class YahtzeeSB3VecEnv(VecEnv):
         task: str = "full_game",
         start_card: str = "empty",
         seed: int | None = None,
+        **variants: Any,
     ) -> None:
-        self.games = BatchedGames(num_envs, rules, task, start_card, seed)
+        self.games = BatchedGames(num_envs, make_rules(rules, variants), task, start_card, seed)
         super().__init__(self.games.num_envs, observation_space(), action_space())
         self._actions: np.ndarray | None = None
 

@@ -21,9 +21,9 @@ import torch
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from ..env.yahtzee_env import START_CARDS, TASKS, _choice
 from ..game import N_KEEPS, GameState, Rules, engine
 from ..game.rules import N_ROLLS
+from .single import START_CARDS, TASKS, check_choice, make_rules
 from .spaces import MASK_KEY, N_ACTIONS, OBS_KEY, action_space, encode_batch, observation_space, split_actions
 
 
@@ -46,8 +46,8 @@ class BatchedGames:
             raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
         self.num_envs = int(num_envs)
         self.rules = rules if isinstance(rules, Rules) else Rules.from_dict(rules)
-        self.task = _choice("task", task, TASKS)
-        self.start_card = _choice("start_card", start_card, START_CARDS)
+        self.task = check_choice("task", task, TASKS)
+        self.start_card = check_choice("start_card", start_card, START_CARDS)
         self.generator = torch.Generator()
         self.generator.manual_seed(int(np.random.SeedSequence().generate_state(1)[0]) if seed is None else int(seed))
         self.state: GameState | None = None
@@ -122,7 +122,9 @@ class YahtzeeVectorEnv(gymnasium.vector.VectorEnv):
 
     ``task``: ``full_game`` (39 steps a game) or ``single_turn`` (3 steps from a start card drawn
     by ``start_card``: ``empty`` or ``random``); ``rules``: a :class:`Rules` or a dict of its
-    fields. ``action_masks()`` gives the legal actions ``(N, 45)`` (bool), as sb3-contrib reads
+    fields, with the keywords ``joker``, ``yahtzee_bonus``, ``boxes`` on top (as the single env).
+    ``gymnasium.make_vec("yahtzee_lightning/Yahtzee-v0", num_envs=N)`` makes one (the ids'
+    vector entry point). ``action_masks()`` gives the legal actions ``(N, 45)`` (bool), as sb3-contrib reads
     them; the same mask is in every observation (``obs["action_mask"]``, int8).
     """
 
@@ -135,8 +137,12 @@ class YahtzeeVectorEnv(gymnasium.vector.VectorEnv):
         task: str = "full_game",
         start_card: str = "empty",
         seed: int | None = None,
+        render_mode: str | None = None,
+        **variants: Any,
     ) -> None:
-        self.games = BatchedGames(num_envs, rules, task, start_card, seed)
+        if render_mode is not None:
+            raise ValueError(f"render_mode must be None (the vector env does not render), got {render_mode!r}")
+        self.games = BatchedGames(num_envs, make_rules(rules, variants), task, start_card, seed)
         self.num_envs = self.games.num_envs
         self.single_observation_space = observation_space()
         self.single_action_space = action_space()
