@@ -20,7 +20,7 @@ PACKAGE = "yahtzee_lightning"
 LAYERS: list[tuple[str, ...]] = [
     ("_lazy", "_version", "schedules", "metrics", "progress", "machine"),
     ("game",),
-    ("env", "gym.spaces", "gym.single"),
+    ("env", "gym.spaces", "gym.single", "gym.vector", "gym.sb3", "gym.policy"),
     ("solver", "nn"),
     ("players",),
     ("evaluation",),

@@ -22,7 +22,7 @@ def test_resolve_plays_built_in_names_folders_and_endgame_wrappers():
     assert isinstance(resolve_player(AGENT), AgentPlayer)
     wrapped = resolve_player(f"endgame:{AGENT}")
     assert isinstance(wrapped, EndgamePlayer) and isinstance(wrapped.base, AgentPlayer)
-    with pytest.raises(ValueError, match="unknown player 'genius'.*a folder, nor a hub id"):
+    with pytest.raises(ValueError, match="unknown player .genius.*a folder, a hub id nor sb3:PATH"):
         resolve_player("genius")
     make = player_factory("greedy", None, "cpu")
     assert make() is not make()  # a fresh player per seat

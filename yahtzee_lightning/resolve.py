@@ -16,18 +16,29 @@ from .game import Rules
 from .hub import YahtzeeAgent
 from .players import PLAYERS, Player, make_player
 
+SB3_PREFIX = "sb3:"  # a Stable-Baselines3 model zip: yahtzee_lightning.gym.policy.sb3_player
 
-def load_agent(name_or_path: str, device: torch.device | str = "cpu") -> Player:
-    """A trained agent's player from a local agent folder or a hub id (``user/name``)."""
+
+def load_agent(name_or_path: str, device: torch.device | str = "cpu", rules: Rules | None = None) -> Player:
+    """A trained agent's player from a local agent folder or a hub id (``user/name``), or
+    ``sb3:PATH``: a Stable-Baselines3 model zip, played under ``rules`` (it knows none of its own).
+    An SB3 zip holds pickled parts, so it is only ever loaded from a path the user names."""
+    if name_or_path.startswith(SB3_PREFIX):
+        from .gym.policy import sb3_player
+
+        return sb3_player(name_or_path.removeprefix(SB3_PREFIX), rules, device)
     if Path(name_or_path).exists() or "/" in name_or_path:
         return YahtzeeAgent.from_pretrained(name_or_path).player(device=device)
-    raise ValueError(f"unknown player {name_or_path!r}: not one of {sorted(PLAYERS)}, a folder, nor a hub id")
+    raise ValueError(
+        f"unknown player {name_or_path!r}: not one of {sorted(PLAYERS)}, a folder, a hub id nor {SB3_PREFIX}PATH"
+    )
 
 
 def resolve_player(name_or_path: str, rules: Rules | None = None, device: torch.device | str = "cpu") -> Player:
     """``optimal``, ``greedy``, ``random``, ``winseeking``, ``endgame:NAME`` (see
-    :func:`~yahtzee_lightning.players.make_player`), or a trained agent: a local agent folder or a hub id."""
-    return make_player(name_or_path, rules, device, load=load_agent)
+    :func:`~yahtzee_lightning.players.make_player`), a trained agent (a local agent folder or a hub
+    id), or ``sb3:PATH`` (a Stable-Baselines3 model zip on the Gymnasium layout)."""
+    return make_player(name_or_path, rules, device, load=partial(load_agent, rules=rules))
 
 
 def player_factory(name_or_path: str, rules: Rules, device: torch.device | str) -> Callable[[], Player]:

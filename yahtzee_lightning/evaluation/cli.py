@@ -82,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         "--agent",
         default="optimal",
         help="optimal, greedy, random, winseeking (matches only), an agent folder or a hub id; endgame:NAME "
-        "plays NAME with the exact win-maximising last turn of a match",
+        "plays NAME with the exact win-maximising last turn of a match; sb3:PATH plays a Stable-Baselines3 "
+        "model zip trained on the Gymnasium env (yahtzee_lightning/Yahtzee-v0): loading it unpickles parts of "
+        "that file, so name only files you trust",
     )
     parser.add_argument("--games", type=int, default=10_000, help="games to play (default: 10000)")
     parser.add_argument("--seed", type=int, default=0, help="the same seed plays the same dice (default: 0)")
