@@ -83,14 +83,24 @@ def test_a_damaged_last_ckpt_falls_back_and_a_moved_run_keeps_its_last_ckpt(tmp_
     shutil.move(tmp_path / "a", tmp_path / "b")  # the run folder moves
     ckpts = tmp_path / "b" / "checkpoints"
     last = ckpts / "last.ckpt"
-    last.write_bytes(last.read_bytes()[:1000])  # truncated, as by a kill while writing
+    truncated = ckpts / "truncated.ckpt"
+    truncated.write_bytes(last.read_bytes()[:1000])  # as by a kill while writing
+    ckpt = _load(last)  # and a last.ckpt whose weights changed, the zip intact: it still loads
+    weight = next(v for k, v in ckpt["state_dict"].items() if k.startswith("net.") and v.is_floating_point())
+    weight.view(-1)[0] += 1.0
+    torch.save(ckpt, last)
     interval = next(p for p in ckpts.iterdir() if p.name.startswith("epoch="))
+    truncated.touch(), last.touch()  # both newer than the interval's checkpoint
 
-    with pytest.raises(SystemExit) as e:  # a named file must load
-        _fit(tmp_path / "b", f"--ckpt_path={last}")
-    assert e.value.code == 2 and "damaged" in capsys.readouterr().err
+    for damaged, why in ((truncated, "it does not load"), (last, "the weights do not match their sha256")):
+        with pytest.raises(SystemExit) as e:  # a named file must load and match its sha256
+            _fit(tmp_path / "b", f"--ckpt_path={damaged}")
+        assert e.value.code == 2 and f"{damaged}: the checkpoint is damaged ({why}" in capsys.readouterr().err
     assert _fit(tmp_path / "b", "--ckpt_path=last") == 0
-    assert f"{last} is damaged" in caplog.text and f"resuming from {interval}" in capsys.readouterr().err
+    assert f"{last} is damaged (the weights do not match their sha256" in caplog.text
+    assert f"{truncated} is damaged (it does not load" in caplog.text
+    assert f"resuming from {interval}" in capsys.readouterr().err
+    truncated.unlink()
     end = _load(last)  # written again in the moved folder, not left stale beside a last-v1.ckpt
     assert int(end["state_dict"]["updates_done"]) == 6 and not list(ckpts.glob("last-v*"))
 

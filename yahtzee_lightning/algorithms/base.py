@@ -40,6 +40,7 @@ from .diagnosis import Diagnosis
 from .ensemble import Ensemble
 from .evaluation import Evaluation
 from .policy_gradient import PolicyGradient, masked_mean, read_stats
+from .resume import checkpoint_digest
 from .settings import Settings
 
 __all__ = ["OnPolicyAlgorithm", "masked_mean", "read_stats", "_Once", "_Players", "_Updates"]
@@ -146,6 +147,7 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
             "accelerator": self.device.type,
         }
         self.save_members(checkpoint)
+        checkpoint_digest(checkpoint)
 
     # -------------------------------------------------------------- lightning
     def setup(self, stage: str) -> None:

@@ -18,6 +18,8 @@ import lightning as L
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
+from ..digest import DIGEST_KEY, nonfinite, tensors_sha256
+
 log = logging.getLogger(__name__)
 
 #: Settings fixed by a checkpoint besides the network's (``NETWORK_KEYS`` of the module's class):
@@ -29,13 +31,41 @@ class ResumeError(ValueError):
     """A ``--ckpt_path`` that cannot be resumed as asked; the message says why."""
 
 
-def read_checkpoint(path: Path) -> dict[str, Any] | None:
-    """The checkpoint at ``path`` (tensors and plain data only, no unpickling), or None if damaged."""
+def checkpoint_digest(checkpoint: dict[str, Any]) -> None:
+    """Record the sha256 of the checkpoint's weights in it (``on_save_checkpoint``), for
+    :func:`checkpoint_problem` to check when it is resumed, exported or started from."""
+    checkpoint.setdefault("yahtzee_lightning", {})[DIGEST_KEY] = tensors_sha256(checkpoint["state_dict"])
+
+
+def checkpoint_problem(ckpt: Any, path: str | Path) -> str | None:
+    """Why a loaded checkpoint cannot be trusted (not ours, weights that do not match their sha256,
+    or that are not finite), or None. One written before digests is trusted with a warning."""
+    if not isinstance(ckpt, dict) or not isinstance(ckpt.get("state_dict"), dict):
+        return "not a Lightning checkpoint"
+    state, saved = ckpt["state_dict"], (ckpt.get("yahtzee_lightning") or {}).get(DIGEST_KEY)
+    if saved is None:
+        log.warning("warning: %s carries no sha256 of its weights (written before digests); loaded unchecked", path)
+    elif saved != tensors_sha256(state):
+        return "the weights do not match their sha256 (the file is damaged)"
+    if bad := nonfinite({k: v for k, v in state.items() if isinstance(v, torch.Tensor)}):
+        return f"weights that are not finite (NaN or inf) in {bad[:5]}"
+    return None
+
+
+def load_checked(path: str | Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The checkpoint at ``path`` (tensors and plain data only, no unpickling) and None, or None and
+    why it cannot be used."""
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception:  # truncated, garbage, not a checkpoint: all mean "not usable"
-        return None
-    return ckpt if isinstance(ckpt, dict) and "state_dict" in ckpt else None
+    except Exception as e:  # truncated, garbage, not a checkpoint: all mean "not usable"
+        return None, f"it does not load ({type(e).__name__})"
+    problem = checkpoint_problem(ckpt, path)
+    return (None, problem) if problem else (ckpt, None)
+
+
+def read_checkpoint(path: Path) -> dict[str, Any] | None:
+    """The checkpoint at ``path``, or None if it is damaged (:func:`load_checked`)."""
+    return load_checked(path)[0]
 
 
 def checkpoint_dirs(trainer: L.Trainer) -> list[Path]:
@@ -48,10 +78,10 @@ def find_resumable(dirs: list[Path]) -> tuple[Path | None, dict[str, Any] | None
     files = [f for d in dirs if d.is_dir() for f in d.glob("*.ckpt")]
     files.sort(key=lambda f: (f.stat().st_mtime, f.name.startswith("last")), reverse=True)
     for f in files:
-        ckpt = read_checkpoint(f)
+        ckpt, problem = load_checked(f)
         if ckpt is not None:
             return f, ckpt
-        log.warning("warning: %s is damaged (it does not load); resuming from the newest intact checkpoint", f)
+        log.warning("warning: %s is damaged (%s); resuming from the newest intact checkpoint", f, problem)
     return None, None
 
 
@@ -67,9 +97,9 @@ def resolve_ckpt_path(ckpt_path: str | None, trainer: L.Trainer) -> tuple[str | 
         path = Path(ckpt_path)
         if not path.is_file():
             raise ResumeError(f"--ckpt_path {ckpt_path}: no such checkpoint file")
-        ckpt = read_checkpoint(path)
+        ckpt, problem = load_checked(path)
         if ckpt is None:
-            raise ResumeError(f"--ckpt_path {ckpt_path}: the checkpoint is damaged (it does not load)")
+            raise ResumeError(f"--ckpt_path {ckpt_path}: the checkpoint is damaged ({problem})")
         return str(path), ckpt
     dirs = checkpoint_dirs(trainer)
     if not dirs:

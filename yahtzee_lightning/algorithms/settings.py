@@ -90,7 +90,11 @@ class Settings:
 
             source = YahtzeeAgent.load(path).net
         else:
-            ckpt = torch.load(path, map_location="cpu", weights_only=True)
+            from .resume import load_checked
+
+            ckpt, problem = load_checked(path)
+            if ckpt is None:
+                raise ValueError(f"init_from {path}: the checkpoint cannot be used: {problem}")
             try:
                 source = PolicyValueNet(**self.network_kwargs(ckpt["hyper_parameters"]))
                 state = {k.removeprefix("net."): v for k, v in ckpt["state_dict"].items() if k.startswith("net.")}

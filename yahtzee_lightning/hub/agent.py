@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
 
 from .._version import __version__
+from ..digest import WEIGHTS_DIGEST, nonfinite, tensors_sha256
 from ..nn import PolicyValueNet
 
 FORMAT_VERSION = 1
@@ -82,6 +83,7 @@ class YahtzeeAgent:
             "package_version": __version__,
             "network": self.net.config,
             "rules": self.net.config["rules"],
+            WEIGHTS_DIGEST: tensors_sha256(self.net.state_dict()),
             "training": self.training,
             "evaluation": _summary_only(self.evaluation),
         }
@@ -95,13 +97,17 @@ class YahtzeeAgent:
 
     # ------------------------------------------------------------ save / load
     def save_pretrained(self, directory: str | Path, card: str | None = None) -> Path:
-        """Write the three artefact files (``card`` replaces the generated model card)."""
+        """Write the three artefact files (``card`` replaces the generated model card); the weights'
+        sha256 goes into the safetensors metadata, ``config.json`` and the card, and is checked on load."""
         from .card import model_card
 
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
         state = {k: v.detach().cpu().contiguous() for k, v in self.net.state_dict().items()}
-        save_file(state, str(directory / WEIGHTS_NAME), metadata={"format": "pt"})
+        if bad := nonfinite(state):
+            raise AgentFormatError(f"{directory}: weights not finite (NaN or inf) in {bad[:5]}; not saved")
+        directory.mkdir(parents=True, exist_ok=True)
+        metadata = {"format": "pt", WEIGHTS_DIGEST: tensors_sha256(state)}
+        save_file(state, str(directory / WEIGHTS_NAME), metadata=metadata)
         (directory / CONFIG_NAME).write_text(json.dumps(self.config, indent=2))
         (directory / CARD_NAME).write_text(card if card is not None else str(model_card(self)))
         return directory
@@ -142,14 +148,17 @@ class YahtzeeAgent:
         except (KeyError, TypeError, ValueError) as e:
             raise AgentFormatError(f"{config_path}: network config does not build a PolicyValueNet ({e!r})") from e
         try:
-            state = load_file(str(weights_path))
+            with safe_open(str(weights_path), framework="pt") as f:
+                metadata = f.metadata() or {}
+                state = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open is no dict)
         except (SafetensorError, OSError) as e:
             raise AgentFormatError(f"{weights_path}: corrupt safetensors file ({e})") from e
         check_weights(net, state, weights_path)
-        net.load_state_dict(state)
-        net.eval()
         card_path = directory / CARD_NAME
         card = card_path.read_text(encoding="utf-8") if card_path.is_file() else None
+        verify_weights(state, weights_path, metadata.get(WEIGHTS_DIGEST), config.get(WEIGHTS_DIGEST), card)
+        net.load_state_dict(state)
+        net.eval()
         return cls(net, config.get("training"), config.get("evaluation"), card=card)
 
     def push_to_hub(
@@ -280,6 +289,32 @@ def hub_errors() -> tuple[type[BaseException], ...]:
 
     # ``errors.HTTPError``: the HTTP client's base error (connection refused, timeout), as huggingface_hub exports it.
     return (errors.HfHubHTTPError, getattr(errors, "HTTPError", OSError), OSError)
+
+
+def verify_weights(
+    state: dict[str, torch.Tensor], path: Path, saved: str | None, recorded: str | None, card: str | None
+) -> None:
+    """Refuse weights that do not match the sha256 written with them (``saved``: the safetensors
+    metadata), recorded in ``config.json`` or on the card, or that are not finite. A folder written
+    before digests loads with a warning."""
+    import re
+
+    actual = tensors_sha256(state)
+    if saved is not None and saved != actual:
+        raise AgentFormatError(f"{path}: the weights do not match their sha256 (the file is damaged)")
+    if recorded is not None and recorded != actual:
+        raise AgentFormatError(
+            f"{path.parent / CONFIG_NAME}: the weights sha256 it records does not match {path.name} (one is damaged)"
+        )
+    on_card = re.search(rf"{WEIGHTS_DIGEST}: `([0-9a-f]+)`", card or "")
+    if on_card and on_card[1] != actual:
+        raise AgentFormatError(f"{path.parent / CARD_NAME}: the card's weights sha256 does not match {path.name}")
+    if saved is None and recorded is None and on_card is None:
+        logging.getLogger(__name__).warning(
+            "warning: %s: the weights carry no sha256 (written before digests); loaded unchecked", path
+        )
+    if bad := nonfinite(state):
+        raise AgentFormatError(f"{path}: weights that are not finite (NaN or inf) in {bad[:5]}; refusing to play them")
 
 
 def check_weights(net: torch.nn.Module, state: dict[str, torch.Tensor], path: str | Path) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from ..digest import WEIGHTS_DIGEST
 from ..game import Rules
 
 if TYPE_CHECKING:
@@ -122,6 +123,8 @@ def model_card(agent: Described) -> ModelCard:
         "```json",
         json.dumps(agent.net.config, indent=2),
         "```",
+        "",
+        f"{WEIGHTS_DIGEST}: `{agent.config[WEIGHTS_DIGEST]}` (checked on load)",
     ]
     if evaluation is not None and "matches" in evaluation:  # a two-player agent
         from ..evaluation.match import format_match

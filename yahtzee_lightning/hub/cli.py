@@ -33,9 +33,13 @@ def agent_from_checkpoint(path: str | Path, member: str | None = None) -> Yahtze
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
+    from ..algorithms.resume import checkpoint_problem
+
     ckpt = torch.load(path, map_location="cpu", weights_only=True)
     if not isinstance(ckpt, dict) or "hyper_parameters" not in ckpt or "state_dict" not in ckpt:
         raise AgentFormatError(f"{path}: not a Lightning checkpoint of a yahtzee_lightning algorithm")
+    if problem := checkpoint_problem(ckpt, path):
+        raise AgentFormatError(f"{path}: {problem}")
     hparams, info = ckpt["hyper_parameters"], dict(ckpt.get("yahtzee_lightning", {}))
     algorithm = info.get("algorithm", "this algorithm")
     cls = getattr(algorithms, algorithm, None)  # its own network_kwargs; a user's algorithm: the base class's

@@ -1,0 +1,180 @@
+"""Damaged agent folders and checkpoints are refused in one line naming the file, never played or trained;
+nothing the user made is overwritten by ``export`` or ``pull``."""
+
+import json
+import logging
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import lightning as L
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from yahtzee_lightning.algorithms import Reinforce
+from yahtzee_lightning.cli import main
+from yahtzee_lightning.game import Rules
+from yahtzee_lightning.hub import AgentFormatError, YahtzeeAgent
+from yahtzee_lightning.hub.agent import WEIGHTS_DIGEST
+from yahtzee_lightning.nn import PolicyValueNet
+
+TINY = {"d_h": 16, "n_layers": 1, "head_hidden": 16}
+RULES = Rules(boxes=(0, 5, 8, 11, 12))
+SHIPPED = sorted(p.parent for p in (Path(__file__).parents[2] / "checkpoints").glob("*/config.json"))
+
+
+def _agent(folder: Path) -> Path:
+    torch.manual_seed(0)
+    net = PolicyValueNet(**TINY, rules=RULES.to_dict())
+    return YahtzeeAgent(net, {"name": folder.name, "algorithm": "PPO", "games": 0}).save_pretrained(folder)
+
+
+def _flip_tensor_byte(path: Path, at: int = 10) -> None:
+    """Change one byte inside the tensor data of a safetensors file, its header intact (it still loads)."""
+    data = bytearray(path.read_bytes())
+    start = 8 + struct.unpack("<Q", data[:8])[0]
+    data[start + at] ^= 0x40
+    path.write_bytes(bytes(data))
+    load_file(path)  # still a readable file: only a digest tells
+
+
+def test_a_flipped_weight_byte_is_refused_naming_the_file(tmp_path, capsys):
+    folder = _agent(tmp_path / "tiny")
+    assert WEIGHTS_DIGEST in json.loads((folder / "config.json").read_text())
+    assert WEIGHTS_DIGEST in (folder / "README.md").read_text()  # the card records it too
+    _flip_tensor_byte(folder / "model.safetensors")
+    with pytest.raises(AgentFormatError, match="model.safetensors: the weights do not match their sha256"):
+        YahtzeeAgent.load(folder)
+    boxes = [str(b) for b in RULES.boxes]
+    with pytest.raises(SystemExit) as e:
+        main(["evaluate", "--agent", str(folder), "--games", "4", "--no-optimal", "--boxes", *boxes])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "do not match their sha256" in err and "Traceback" not in err
+
+
+def test_a_card_or_config_that_disagrees_with_the_weights_is_refused(tmp_path):
+    folder = _agent(tmp_path / "tiny")
+    config = json.loads((folder / "config.json").read_text())
+    card = (folder / "README.md").read_text()
+    (folder / "README.md").write_text(card.replace(config[WEIGHTS_DIGEST], "0" * 64))
+    with pytest.raises(AgentFormatError, match="README.md: the card's weights sha256"):
+        YahtzeeAgent.load(folder)
+    (folder / "README.md").write_text(card)
+    (folder / "config.json").write_text(json.dumps({**config, WEIGHTS_DIGEST: "0" * 64}))
+    with pytest.raises(AgentFormatError, match="config.json: the weights sha256"):
+        YahtzeeAgent.load(folder)
+
+
+def test_non_finite_weights_are_refused_and_an_old_folder_loads_with_a_warning(tmp_path, caplog):
+    folder = _agent(tmp_path / "tiny")
+    config = json.loads((folder / "config.json").read_text())
+    del config[WEIGHTS_DIGEST]  # a folder written before digests
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "README.md").unlink()
+    state = load_file(folder / "model.safetensors")
+    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    with caplog.at_level(logging.WARNING):
+        YahtzeeAgent.load(folder)
+    assert "carry no sha256" in caplog.text
+    name = sorted(state)[-1]
+    state[name].view(-1)[0] = float("nan")
+    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(AgentFormatError, match=rf"safetensors: weights that are not finite.*{name}"):
+        YahtzeeAgent.load(folder)
+    net = PolicyValueNet(**TINY, rules=RULES.to_dict())
+    with torch.no_grad():
+        next(net.parameters()).view(-1)[0] = float("inf")
+    with pytest.raises(AgentFormatError, match="not finite"):
+        YahtzeeAgent(net).save_pretrained(tmp_path / "inf")
+
+
+@pytest.mark.parametrize("folder", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_shipped_agents_carry_a_digest_that_verifies(folder, caplog):
+    config = json.loads((folder / "config.json").read_text())
+    with caplog.at_level(logging.WARNING):
+        YahtzeeAgent.load(folder)
+    assert "no sha256" not in caplog.text
+    assert config[WEIGHTS_DIGEST] in (folder / "README.md").read_text()
+
+
+def _checkpoint(tmp_path: Path) -> Path:
+    model = Reinforce(total_games=40, games_per_batch=20, evaluations=1, eval_games=4, final_eval_games=0, **TINY)
+    trainer = L.Trainer(default_root_dir=tmp_path, logger=False, enable_progress_bar=False, num_sanity_val_steps=0)
+    trainer.fit(model)
+    trainer.save_checkpoint(tmp_path / "run.ckpt")
+    return tmp_path / "run.ckpt"
+
+
+def _damage_checkpoint(ckpt: Path, value: float | None = None) -> None:
+    """Rewrite one weight of a checkpoint (a zip that still loads): a flipped bit, or ``value``."""
+    state = torch.load(ckpt, map_location="cpu", weights_only=True)
+    w = state["state_dict"]["net.trunk.0.weight"] if "net.trunk.0.weight" in state["state_dict"] else None
+    if w is None:
+        w = next(v for k, v in state["state_dict"].items() if k.startswith("net.") and v.is_floating_point())
+    w.view(-1)[0] = value if value is not None else -w.view(-1)[0] * 1e30
+    torch.save(state, ckpt)
+
+
+def test_a_damaged_checkpoint_is_refused_by_resume_and_export(tmp_path, capsys):
+    from yahtzee_lightning.algorithms.resume import ResumeError, read_checkpoint
+
+    ckpt = _checkpoint(tmp_path)
+    assert read_checkpoint(ckpt) is not None
+    _damage_checkpoint(ckpt)
+    assert read_checkpoint(ckpt) is None
+    with pytest.raises(SystemExit) as e:
+        main(["export", str(ckpt), str(tmp_path / "agent"), "--games", "0"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "run.ckpt: the weights do not match their sha256" in err
+    assert not (tmp_path / "agent").exists()
+    ckpt = _checkpoint(tmp_path / "nan")
+    _damage_checkpoint(ckpt, float("nan"))
+    state = torch.load(ckpt, map_location="cpu", weights_only=True)
+    del state["yahtzee_lightning"]["sha256"]  # as written before digests: only the NaN tells
+    torch.save(state, ckpt)
+    with pytest.raises(SystemExit):
+        main(["export", str(ckpt), str(tmp_path / "agent"), "--games", "0"])
+    assert "not finite" in capsys.readouterr().err
+    from yahtzee_lightning.algorithms.resume import resolve_ckpt_path
+
+    with pytest.raises(ResumeError, match="run.ckpt: .*not finite"):
+        resolve_ckpt_path(str(ckpt), None)
+
+
+def test_export_and_pull_never_overwrite_what_the_user_made(tmp_path, capsys):
+    ckpt = _checkpoint(tmp_path)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "README.md").write_text("my notes")
+    (mine / "config.json").write_text("{}")
+    for force in ([], ["--force"]):
+        with pytest.raises(SystemExit):
+            main(["export", str(ckpt), str(mine), "--games", "0", *force])
+        assert "is not an agent folder" in capsys.readouterr().err
+        assert (mine / "README.md").read_text() == "my notes" and (mine / "config.json").read_text() == "{}"
+    # An older agent folder is replaced as a whole, with --force: no stale training YAML is left behind.
+    old = _agent(tmp_path / "old")
+    (old / "distill.yaml").write_text("model: {}\n")
+    with pytest.raises(SystemExit):
+        main(["export", str(ckpt), str(old), "--games", "0"])
+    assert "--force" in capsys.readouterr().err and (old / "distill.yaml").exists()
+    assert main(["export", str(ckpt), str(old), "--games", "0", "--force"]) == 0
+    assert {p.name for p in old.iterdir()} == {"config.json", "model.safetensors", "README.md"}
+    YahtzeeAgent.load(old)
+
+
+def test_pull_refuses_a_folder_with_the_users_files(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "README.md").write_text("my notes")
+    run = subprocess.run(
+        [sys.executable, "-m", "yahtzee_lightning.cli", "pull", "alice/tiny", str(mine), "--force"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"HF_HUB_OFFLINE": "1", "PATH": "", "PYTHONPATH": str(Path(__file__).parents[2])},
+    )
+    assert run.returncode == 2 and "is not an agent folder" in run.stderr, run.stderr[-2000:]
+    assert (mine / "README.md").read_text() == "my notes"
