@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-import platform
 import time
 
 import torch
+
+from yahtzee_lightning.machine import machine
 
 
 def write_json(path: str | None, benchmark: str, rows: list[dict], **extra) -> None:
@@ -15,8 +16,7 @@ def write_json(path: str | None, benchmark: str, rows: list[dict], **extra) -> N
     meta = {
         "benchmark": benchmark,
         "threads": torch.get_num_threads(),
-        "machine": platform.processor() or platform.machine(),
-        "torch": torch.__version__,
+        "machine": machine(),
         "date": time.strftime("%Y-%m-%d"),
         **extra,
     }

@@ -67,6 +67,20 @@ def test_changing_one_member_leaves_the_others_unchanged(cls, change):
     assert a_losses[0] != a_losses[1]  # the members are not copies of each other
 
 
+@pytest.mark.parametrize("cls", [A2C, PPO], ids=lambda c: c.__name__)
+def test_a_member_learns_the_same_alone_and_among_others(cls):
+    # Its action samples, minibatch orders and dropout masks come from its own generator: the
+    # others (their number, seeds and settings, before or after it) change nothing of it.
+    member = {"seed": 3, "lr": 2e-3}
+    alone, alone_losses = _train(cls, 6, ensemble=[member], dropout=0.2)
+    others = [{"seed": 5, "gae_lambda": 0.5}, member, {"seed": 9, "lr": 1e-4}]
+    among, among_losses = _train(cls, 6, ensemble=others, dropout=0.2)
+    assert among_losses[1] == pytest.approx(alone_losses[0], abs=1e-5)
+    for a, b in zip(alone.members[0].parameters(), among.members[1].parameters(), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    assert among_losses[0] != among_losses[1]
+
+
 def test_members_have_their_own_settings_optimisers_and_results():
     model, _ = _train(A2C, 2, ensemble={"lr": [1e-3, 2e-3], "gae_lambda": [0.0, 0.9]})
     assert [m["settings"] for m in model.member_results()] == [

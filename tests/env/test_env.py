@@ -1,6 +1,5 @@
-"""The TorchRL environment: specs, tasks, resets, seeding, bad input, features, Gym view."""
+"""The TorchRL environment: specs, tasks, resets, seeding, bad input, features."""
 
-import numpy as np
 import pytest
 import torch
 from torchrl.envs import TransformedEnv
@@ -9,7 +8,6 @@ from torchrl.envs.utils import check_env_specs
 from yahtzee_lightning import YahtzeeEnv
 from yahtzee_lightning.env import keys as K
 from yahtzee_lightning.env.features import FEATURES, PRESETS, FeatureTransform, encode, feature_size
-from yahtzee_lightning.env.gym_view import YahtzeeGymEnv
 
 VARIANTS = [None, {"joker": "forced"}, {"joker": "off"}, {"yahtzee_bonus": False}, {"boxes": [0, 5, 8, 12]}]
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -212,21 +210,6 @@ def test_feature_values_on_a_known_state():
     td[K.DICE] = torch.tensor([[5, 5, 5, 5, 5]])
     assert encode(td, ["upper_lockin"], env.rules)[0].tolist() == [0, 0, 0, 0, 1, 0]
     assert encode(td, ["joker_active"], env.rules)[0, 0] == 1
-
-
-def test_gym_view_plays_a_whole_game():
-    env = YahtzeeGymEnv()
-    obs, info = env.reset(seed=3)
-    rng = np.random.default_rng(0)
-    total, steps, done = 0.0, 0, False
-    while not done:
-        legal = np.flatnonzero(obs["action_mask"])
-        obs, reward, done, truncated, info = env.step(int(rng.choice(legal)))
-        total, steps = total + reward, steps + 1
-    assert steps == 39 and total == float(obs["score"])
-    env.reset(seed=3)
-    with pytest.raises(ValueError, match="illegal now"):
-        env.step(40)  # a box during the keep decision
 
 
 def test_torchrl_compile_plays_the_same_games():

@@ -21,6 +21,7 @@ from yahtzee_lightning.evaluation import evaluate
 from yahtzee_lightning.evaluation.match import play_matches
 from yahtzee_lightning.game import Rules
 from yahtzee_lightning.hub import AgentFormatError, AgentNotFoundError, YahtzeeAgent
+from yahtzee_lightning.machine import describe_machine
 from yahtzee_lightning.nn import PolicyValueNet
 from yahtzee_lightning.players.base import Player
 
@@ -189,6 +190,7 @@ def test_export_a_training_checkpoint_and_evaluate_it(tmp_path, capsys):
     assert config["evaluation"]["summary"]["games"] == 50
     card = (out / "README.md").read_text()
     assert "* Training games: 40" in card and "* Wall clock: 1 s" in card and "run.yaml" in card
+    assert f"* Hardware: {describe_machine()}" in card  # by default, this machine
     agent = YahtzeeAgent.from_pretrained(out)
     _assert_same_weights(agent.net.state_dict(), model.net.state_dict())
     capsys.readouterr()

@@ -2,14 +2,18 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
+
+from yahtzee_lightning.machine import describe_machine
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "conf" / "study" / "smoke.yaml"
@@ -60,7 +64,7 @@ def test_the_smoke_study_runs_is_killed_resumes_and_reports(tmp_path, default_ta
     assert finals.groupby("cell")["seed"].nunique().eq(2).all()  # every cell, both seeds (runs or members)
     assert finals["mean_score"].between(0, 1575).all() and finals["regret_per_game"].ge(0).all()
     evals = table[table["stage"] == "eval"]
-    assert evals.groupby(["run_dir", "seed"]).size().eq(2).all()  # two evaluations a member, none lost or doubled
+    assert evals.groupby(["cell", "seed"]).size().eq(2).all()  # two evaluations a member, none lost or doubled
 
     report = _study("report", str(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, err = report.communicate(timeout=120)
@@ -72,12 +76,69 @@ def test_the_smoke_study_runs_is_killed_resumes_and_reports(tmp_path, default_ta
     sessions = [json.loads(line) for line in (out / "sessions.jsonl").read_text().splitlines()]
     assert [s["wall_clock_s"] is None for s in sessions] == [True, False]  # the killed session, then the resume
     assert sessions[1]["command"].startswith("yahtzee-lightning study run") and sessions[1]["cpus"] == 2
+    assert sessions[1]["machine"] == describe_machine()
     assert "Wall clock:" in index and "killed (no wall clock)" in index and "cores" in index
     for eid, entry in manifest.items():
         path = out / "report" / entry["file"]
         assert path.stem == eid and path.stat().st_size > 0
         assert entry["points"] > 0, f"{eid} has no data"
         assert f"## {eid}." in index and (entry["file"] in index or path.suffix == ".md")
+    _the_report_says_what_it_shows(out, finals)
+
+
+def _figure_text(path: Path) -> dict[str, str]:
+    """What a report's PNG says it draws (its legend entries and axes), from the file's text chunks."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return dict(image.text)
+
+
+def _the_report_says_what_it_shows(out: Path, finals: pd.DataFrame) -> None:
+    report = out / "report"
+    index = (report / "index.md").read_text()
+    # Intervals: Student's t over the n = 2 seeds of every cell, and the captions say so.
+    assert "1.96" not in index and "95 % Student's t interval with n - 1 degrees of freedom" in index
+    assert "mean over n = 2 seeds a cell" in index and "(1 df)" in index
+    # Legends say what each line trains: the algorithm and its advantage, not a config file's name.
+    f1 = _figure_text(report / "F1.png")["Legend"].split(" | ")
+    assert {"REINFORCE", "A2C, GAE(0.95)", "PPO, GAE(0.95)"} <= set(f1) and "a2c_cpu" not in " ".join(f1)
+    s1 = _figure_text(report / "S1.png")["Legend"]
+    assert "greedy player = single-turn optimum" in s1 and "optimal full-game player" in s1
+    # Rates are drawn in %, on an axis that goes past 1 (the greedy player's upper-bonus rate is 2.7 %).
+    for eid in ("F3", "F5", "F11"):
+        axes = _figure_text(report / f"{eid}.png")["Axes"]
+        assert "(%" in axes and "rate" in axes, (eid, axes)
+    # T1: the median, the post-hoc pick named as such, and its members played again on fresh games.
+    t1 = (report / "T1.md").read_text()
+    assert "| median |" in t1 and "after the fact" in t1 and "fresh games" in t1 and "no weights" not in t1
+    assert (out / "fresh.json").exists()
+    # The last checkpoint holds a member's final weights: played again on its final games, it scores the same.
+    from yahtzee_lightning.evaluation import evaluate
+    from yahtzee_lightning.hub.cli import agent_from_checkpoint
+
+    run = next(p.parent for p in sorted(out.glob("runs/*/*/final.json")) if "members" in json.loads(p.read_text()))
+    member = json.loads((run / "final.json").read_text())["members"][1]
+    agent = agent_from_checkpoint(run / "checkpoints" / "last.ckpt", "1")
+    again = evaluate(agent.player(), member["summary"]["games"], member["final_seed"], with_optimal=False, regret=False)
+    assert again["summary"]["score"]["mean"] == member["summary"]["score"]["mean"]
+    # R1: regret by box and by turn, each summing to the regret per game of every member.
+    assert _figure_text(report / "R1.png")["Legend"].count("A2C") == 2  # one entry a panel
+    by_box = finals.filter(like="regret_by_box/").sum(axis=1)
+    by_turn = finals.filter(like="regret_by_turn/").sum(axis=1)
+    assert np.allclose(by_box, finals["regret_per_game"]) and np.allclose(by_turn, finals["regret_per_game"])
+    claims = (report / "claims.md").read_text()
+    assert "Welch t-test" in claims and "one-sample t-test" in claims and "## Claims" in index
+    # The committed copy of a report (study.json, results.csv, reference.json, no run folders) redraws.
+    copy = out.parent / "copy"
+    copy.mkdir()
+    for name in ("study.json", "results.csv", "reference.json"):
+        shutil.copy(out / name, copy / name)
+    from yahtzee_lightning.study.report import write_report
+
+    write_report(copy)
+    assert "no weights" in (copy / "report" / "T1.md").read_text()
+    assert (copy / "report" / "claims.md").read_text() == claims
 
 
 def test_a_failed_cell_is_reported_and_the_others_run_also_under_asha(tmp_path, default_table):
@@ -86,6 +147,7 @@ def test_a_failed_cell_is_reported_and_the_others_run_also_under_asha(tmp_path, 
         "name": "failing",
         "base": str(ROOT / "conf" / "a2c_cpu.yaml"),
         "seeds": [0],
+        "pack": False,  # packed, the two lr cells would be one trial, and fail as one (docs/study.md)
         "profiles": {"smoke": {"set": {**tiny, "model.init_args.evaluations": 3}}},
         "ablations": {
             "lr": {"axes": {"model.init_args.lr": [0.002, -1.0]}},  # -1 parses, and the module refuses it

@@ -8,7 +8,7 @@ import torch
 import yaml
 
 from yahtzee_lightning.study.cli import main
-from yahtzee_lightning.study.context import mean_ci, pareto_front
+from yahtzee_lightning.study.context import pareto_front
 from yahtzee_lightning.study.runner import plan_trials, prepare_folder
 from yahtzee_lightning.study.spec import StudyError, load_study
 from yahtzee_lightning.study.trial import retune, trial_config
@@ -32,7 +32,7 @@ def _write(tmp_path: Path, name: str = "s", **changes) -> Path:
     return path
 
 
-@pytest.mark.parametrize("profile", ["smoke", "cpu", "full"])
+@pytest.mark.parametrize("profile", ["smoke", "cpu", "long", "full"])
 def test_the_paper_study_expands_for_each_profile(profile):
     study = load_study(ROOT / "conf" / "study" / "paper.yaml", profile)
     ablations = {"algorithm", "representation", "architecture", "layer_norm", "entropy", "gae_lambda", "single_turn"}
@@ -40,6 +40,18 @@ def test_the_paper_study_expands_for_each_profile(profile):
     assert len(study.exhibits) == 23
     algorithms = {study.cells[c].algorithm for c, _ in study.ablations["algorithm"].cells}
     assert algorithms == {"Reinforce", "A2C", "PPO"}
+    # The study's A2C (TD(0)) and the GAE(0.95) recipe beside it, each named for what it is.
+    a2c = {labels["algorithm"]: study.cells[c] for c, labels in study.ablations["algorithm"].cells}
+    assert a2c["a2c_td0"].overrides["model.init_args.gae_lambda"] == 0.0
+    assert a2c["a2c_gae95"].overrides["model.init_args.gae_lambda"] == 0.95
+
+
+def test_the_long_profile_trains_past_the_greedy_players_budget_with_four_seeds_packed():
+    study = load_study(ROOT / "conf" / "study" / "paper.yaml", "long")
+    assert all(c.total_games >= 200_000 for c in study.cells.values())
+    assert all(len(ab.seeds) >= 4 for ab in study.ablations.values())
+    trials = plan_trials(study)
+    assert len({t.pack or t.name for t in trials}) < len(trials)  # packed: fewer runs than cells
 
 
 def test_the_smoke_and_pbt_studies_expand():
@@ -145,11 +157,8 @@ def test_an_evolved_learning_rate_is_written_into_the_inherited_checkpoint(tmp_p
     assert out["lr_schedulers"][0] == {"base_lrs": [0.004], "_last_lr": [0.002]}
 
 
-def test_the_frontier_and_the_confidence_interval():
+def test_the_frontier():  # the intervals over seeds: tests/study/test_stats.py
     assert pareto_front([(1, 5), (2, 4), (1.5, 3), (3, 1)]) == [(1, 5), (2, 4), (3, 1)]
-    mean, half = mean_ci([1.0, 3.0])
-    assert mean == 2.0 and half == pytest.approx(1.96 * 2**0.5 / 2**0.5)
-    assert mean_ci([4.0]) == (4.0, 0.0)
 
 
 def test_the_ensemble_seam_makes_a_cells_seeds_members_of_one_trial(tmp_path):

@@ -13,8 +13,9 @@ The class is composed by concern, each part in a module named for it: :mod:`.set
 network, budget, schedules), :mod:`.collection` (the env and the batch), :mod:`.policy_gradient`
 (the pieces of the losses), :mod:`.diagnosis` (regret against the exact oracle),
 :mod:`.evaluation` (the evaluations and their opponents) and :mod:`.ensemble` (K members in one
-run: it comes first, and runs the other parts once per member). This module holds the Lightning
-module itself: its settings, hooks, optimizer, and the update loop that ties the parts together.
+run: it comes first, and runs the other parts once per member); what each part uses of the module
+is listed in :mod:`.host`. This module holds the Lightning module itself: its settings, hooks,
+optimizer, and the update loop that ties the parts together.
 """
 
 from __future__ import annotations
@@ -219,7 +220,8 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
             return self.ensemble_learn(self.learn, batch)
         beta_roll, beta_score = self.entropy_coefs()
         coefs = {"beta_roll": beta_roll, "beta_score": beta_score, "gamma": self.gamma()}
-        stats = self.diagnose(batch) | self.update(batch, coefs)
+        with self.own_generator():  # its minibatch orders and dropout masks: its own
+            stats = self.diagnose(batch) | self.update(batch, coefs)
         self.lr_schedulers().step()
         self.updates_done += 1
         flat = batch.reshape(-1)

@@ -6,7 +6,9 @@ drive Lightning's loops (the data itself is played in ``training_step``, see ``b
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +22,7 @@ from ..game.rules import N_ROLLS
 from ..nn import PolicyModule, eval_mode
 
 if TYPE_CHECKING:
-    from .base import OnPolicyAlgorithm
+    from .host import CollectionHost
 
 
 class _Updates(IterableDataset):
@@ -32,7 +34,7 @@ class _Updates(IterableDataset):
     Lightning's warning about lengths under multi-process loading does not apply.)
     """
 
-    def __init__(self, module: OnPolicyAlgorithm) -> None:
+    def __init__(self, module: CollectionHost) -> None:
         self.module = module
 
     def _left(self) -> int:
@@ -55,10 +57,41 @@ class _Updates(IterableDataset):
 
 @dataclass
 class _Players:
-    """Collection's env and policy: held outside the module's registered children (and checkpoints)."""
+    """Collection's env and policy, and each member's generator (a single run's: one); held outside
+    the module's registered children (and checkpoints)."""
 
     env: YahtzeeEnv
     policy: Any
+    generators: list[torch.Generator]
+
+
+def _mix(seed: int) -> int:
+    """Another seed from ``seed`` (a generator's that is not the env's of the same run)."""
+    return (seed * 6364136223846793005 + 1442695040888963407) % (1 << 63)
+
+
+@contextlib.contextmanager
+def as_default_generator(generator: torch.Generator) -> Iterator[None]:
+    """``generator`` as its device's default generator inside the block (the randomness that takes
+    no generator argument: dropout masks, ``randperm`` of minibatches), its state advanced by what
+    the block drew; the default's own state as it was after the block. CPU and CUDA; on another
+    device the default generator is used."""
+    device = generator.device
+    if device.type == "cpu":
+        default = torch.default_generator
+    elif device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        default = torch.cuda.default_generators[index]
+    else:
+        yield
+        return
+    saved = default.get_state()
+    default.set_state(generator.get_state())
+    try:
+        yield
+    finally:
+        generator.set_state(default.get_state())
+        default.set_state(saved)
 
 
 class _Once(IterableDataset):
@@ -80,6 +113,24 @@ class Collection:
         """The collection env's seed for a run seeded ``seed``: per rank, and per resume point so
         that a resumed run does not replay its first games."""
         return seed + self.global_rank + 7919 * int(self.updates_done)
+
+    def make_players(self, env: YahtzeeEnv, seeds: list[int]) -> _Players:
+        """The collection's env and policy, with one generator per member of ``seeds`` (a single
+        run: one): its action samples, minibatch orders and dropout masks, so that what a member
+        draws depends on its own seed alone (not on how many members share the process)."""
+        generators = [torch.Generator(device=self.device).manual_seed(_mix(self.env_seed(s))) for s in seeds]
+        policy = self.collection_policy()
+        if isinstance(policy, PolicyModule):
+            policy.generators = generators
+        return _Players(env, policy, generators)
+
+    def own_generator(self) -> contextlib.AbstractContextManager:
+        """The member's generator (a single run's) as the default one inside the block (its update)."""
+        if self._players is None:
+            return contextlib.nullcontext()
+        k = getattr(self, "_member", None)
+        k = k if isinstance(k, int) else 0
+        return as_default_generator(self._players.generators[k])
 
     def make_env(self, num_envs: int, seed: int | list[int]) -> YahtzeeEnv:
         h = self.hparams
@@ -122,7 +173,7 @@ class Collection:
         """
         if self._players is None:
             env = self.make_env(self.hparams.games_per_batch, seed=self.env_seed(self.hparams.seed))
-            self._players = _Players(env, self.collection_policy())
+            self._players = self.make_players(env, [self.hparams.seed])
         steps = N_ROLLS * (1 if self.hparams.task == "single_turn" else self.rules.n_turns)
         env, policy = self._players.env, self._players.policy
         played = []

@@ -27,6 +27,7 @@ import torch
 from tensordict import TensorDictBase
 
 from ..env import keys as K
+from ..game.engine import draw
 from ..nn import PolicyModule, PolicyValueNet, TurnDistribution, distribution
 from ..solver import TurnOracle, choice_regret
 from .base import OnPolicyAlgorithm
@@ -51,7 +52,7 @@ class LabelledPolicy(PolicyModule):
         td.set(BOX_VALUES, box_values.float())
         keep, box = super().choose(td, dist)
         if self.teacher_mix > 0:
-            follow = torch.rand(keep.shape, device=keep.device) < self.teacher_mix
+            follow = draw(torch.rand, keep.shape, keep.device, self.generators) < self.teacher_mix
             keep = torch.where(follow, keep_values.argmax(-1), keep)
             box = torch.where(follow, box_values.argmax(-1), box)
         return keep, box

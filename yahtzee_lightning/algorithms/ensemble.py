@@ -16,11 +16,11 @@ algorithm's loss, its schedules, its own Adam and learning-rate schedule (one op
 member), gradient clipping, the diagnostics and the evaluations. So every algorithm built on
 :class:`~.base.OnPolicyAlgorithm` gets an ensemble without code of its own, and a member learns
 as the single run with its settings would, independently of the others: its weights start from
-its own seed, its games' dice come from its own generator, and its update sees only its games.
-(The action samples and minibatch orders of all members come from the process's generator, in
-amounts that depend on no member's weights and on no setting but ``epochs`` and
-``games_per_minibatch``: changing a member's seed, ``lr``, loss weights or schedules changes
-nothing of the others.) A one-member ensemble is exactly the single run with that seed.
+its own seed, its games' dice come from its own generator, its action samples, minibatch orders
+and dropout masks from another generator of its own (seeded from its seed, as a single run's),
+and its update sees only its games. So a member's result is a function of its own seed and
+settings: alone or among any others, it learns the same weights (up to float rounding). A
+one-member ensemble is exactly the single run with that seed.
 
 Logged per member under ``member_K/`` (``member_0/train/loss``, ``member_2/eval/mean_score``),
 plus ``ensemble/eval_mean_score_{mean,min,max}`` at every evaluation. ``member_results()``
@@ -40,7 +40,6 @@ from torch import nn
 
 from ..nn import PolicyValueNet
 from ..nn.ensemble import StackedNet
-from .collection import _Players
 
 #: Settings every member shares: one algorithm, one network shape (the stacked forward pass), one
 #: env (the rules, the task and the batch), one budget and one evaluation protocol.
@@ -263,9 +262,10 @@ class Ensemble:
             return super().collect()
         with self._as_stacked():
             if self._players is None:
-                seeds = [self.env_seed(m["seed"]) for m in self.member_settings]
-                env = self.make_env(self.hparams.games_per_batch * self.ensemble_size, seed=seeds)
-                self._players = _Players(env, self.collection_policy())
+                seeds = [m["seed"] for m in self.member_settings]
+                n = self.hparams.games_per_batch * self.ensemble_size
+                env = self.make_env(n, seed=[self.env_seed(s) for s in seeds])
+                self._players = self.make_players(env, seeds)
             return super().collect()
 
     def member_batch(self, batch: TensorDictBase, k: int) -> TensorDictBase:

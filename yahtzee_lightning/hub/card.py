@@ -9,14 +9,22 @@ result, and the full table (side by side with the optimal player) goes in the bo
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from ..game import Rules
 
 if TYPE_CHECKING:
-    from .agent import YahtzeeAgent
+    from ..nn import PolicyValueNet
+
+
+class Described(Protocol):
+    """What the card reads of an agent (a ``YahtzeeAgent``, which imports this module to write its card)."""
+
+    net: PolicyValueNet
+    training: dict | None
+    evaluation: dict | None
 
 
 def eval_results(rules_tag: str, summary: dict) -> list[EvalResult]:
@@ -66,7 +74,7 @@ def _training_lines(training: dict) -> list[str]:
     return [*lines, ""] if lines else []
 
 
-def model_card(agent: YahtzeeAgent) -> ModelCard:
+def model_card(agent: Described) -> ModelCard:
     """The card for ``agent``: metadata from its evaluation, body from its training info and config."""
     from ..evaluation.report import format_markdown
 

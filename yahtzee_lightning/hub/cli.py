@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import pickle
-import platform
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -102,9 +101,8 @@ def export_main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.games < 0:
         parser.error(f"--games must be >= 0, got {args.games}")
-    import torch
-
     from ..cli import check_seed
+    from ..machine import describe_machine
     from .agent import AgentError
 
     check_seed(args.seed, parser)
@@ -118,7 +116,7 @@ def export_main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.checkpoint}: holds objects that only full unpickling could load; refusing ({detail})")
     t = agent.training
     t["name"] = args.name or Path(args.directory).resolve().name
-    t["hardware"] = args.hardware or t.get("hardware") or f"{platform.machine()} CPU, {torch.get_num_threads()} threads"
+    t["hardware"] = args.hardware or t.get("hardware") or describe_machine()
     for key, value in (
         ("algorithm", args.algorithm),
         ("wall_clock", args.wall_clock),

@@ -14,7 +14,7 @@ with :class:`PolicyModule` (the same distribution, sampled with dropout off).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import torch
@@ -92,11 +92,20 @@ class TurnDistribution(Distribution):
     def entropy(self) -> torch.Tensor:
         return torch.where(self.rolling, self.keep_entropy(), self.box_entropy())
 
-    def sample(self, sample_shape: tuple[int, ...] = ()) -> tuple[torch.Tensor, torch.Tensor]:
-        keep = self.keep.sample(torch.Size(sample_shape))
+    def sample(
+        self, sample_shape: tuple[int, ...] = (), generators: Sequence[torch.Generator] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """A pair ``(keep pattern, box)``. ``generators``: K generators, one per equal block of the
+        leading dimension (an ensemble's members' games), each block sampled from its own: a
+        member's actions then depend on no other member (None: the process's generator)."""
+        if generators is None:
+            keep = self.keep.sample(torch.Size(sample_shape))
+            box = self.box.sample(torch.Size(sample_shape))
+        else:
+            keep, box = _sample_by_blocks(self.keep, generators), _sample_by_blocks(self.box, generators)
         if self.bernoulli:
             keep = keep_bits_to_pattern(keep.bool())
-        return keep, self.box.sample(torch.Size(sample_shape))
+        return keep, box
 
     @property
     def mode(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -109,6 +118,21 @@ class TurnDistribution(Distribution):
     @property
     def deterministic_sample(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.mode
+
+
+def _sample_by_blocks(head: Distribution, generators: Sequence[torch.Generator]) -> torch.Tensor:
+    """One sample of ``head`` (Categorical or Bernoulli) per row, block ``k`` of the rows drawn from
+    ``generators[k]``: what ``head.sample()`` computes, with a generator of its own per block."""
+    probs = head.probs
+    n = probs.shape[0] // len(generators)
+    out = []
+    for p, g in zip(probs.split(n), generators, strict=True):
+        if isinstance(head, Bernoulli):
+            out.append(torch.bernoulli(p, generator=g))
+        else:
+            flat = torch.multinomial(p.reshape(-1, p.shape[-1]), 1, True, generator=g)
+            out.append(flat.reshape(p.shape[:-1]))
+    return torch.cat(out)
 
 
 @contextmanager
@@ -140,6 +164,8 @@ class PolicyModule(TensorDictModuleBase):
         super().__init__()
         self.net = net
         self.deterministic = deterministic
+        #: One generator per member's block of games (a training run's own); None: the process's.
+        self.generators: list[torch.Generator] | None = None
         self.in_keys = list(OBS_KEYS)
         self.out_keys = [K.KEEP, K.BOX, LOG_PROB, VALUE]
 
@@ -157,7 +183,7 @@ class PolicyModule(TensorDictModuleBase):
 
     def choose(self, td: TensorDictBase, dist: TurnDistribution) -> tuple[torch.Tensor, torch.Tensor]:
         """The action played: the network's own (a subclass may label ``td`` or mix in a teacher)."""
-        return dist.mode if self.deterministic else dist.sample()
+        return dist.mode if self.deterministic else dist.sample(generators=self.generators)
 
 
 class NetworkHeads(TensorDictModuleBase):

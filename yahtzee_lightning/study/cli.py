@@ -26,8 +26,24 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", required=True, help="the study folder: results, run folders, report")
     run.add_argument("--address", help="a Ray cluster to run on (ray://HOST:10001 or HOST:6379); default: local")
     run.add_argument("--cpus", type=int, help="CPUs of the local Ray instance (default: all cores)")
+    run.add_argument(
+        "--gpus-per-trial",
+        type=float,
+        metavar="SHARE",
+        help="the share of one GPU each trial asks for, e.g. 0.25: four trials a GPU (default: the file's, else 0)",
+    )
+    run.add_argument(
+        "--retries",
+        type=int,
+        help="times a trial whose process died runs again, from its newest checkpoint (default: 3 on a cluster)",
+    )
     run.add_argument("--force", action="store_true", help="delete the results already in --out first")
     run.add_argument("--report", action="store_true", help="write the report when the cells are done")
+    run.add_argument(
+        "--no-pack",
+        action="store_true",
+        help="one trial per cell (default: cells that can share an ensemble run as one)",
+    )
     check = verbs.add_parser("check", help="check a study file and list its cells, running nothing")
     check.add_argument("file")
     check.add_argument("--profile")
@@ -47,14 +63,23 @@ def main(argv: list[str] | None = None) -> int:
             index = write_report(Path(args.dir), force=args.force)
             print(f"report: {index}")
             return 0
-        study = load_study(args.file, args.profile)
+        if getattr(args, "address", None):
+            from .cluster import check_address
+
+            check_address(args.address)  # at once, before the study file's cells are parsed
+        study = load_study(args.file, args.profile, getattr(args, "gpus_per_trial", None))
+        if getattr(args, "no_pack", False):
+            study.pack = False
         if args.verb == "check":
+            from .packing import check_required
+
+            check_required(study)
             print(describe(study))
             return 0
         from .runner import run_study
 
         command = shlex.join(["yahtzee-lightning", "study", *argv])
-        code = run_study(study, args.out, address=args.address, cpus=args.cpus, force=args.force, command=command)
+        code = run_study(study, args.out, args.address, args.cpus, args.force, command=command, retries=args.retries)
         if args.report:
             from .report import write_report
 

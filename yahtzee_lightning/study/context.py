@@ -1,6 +1,6 @@
 """What every exhibit of a study's report reads: the study, its results table, the reference
-players' statistics, and the helpers that turn a cell's seeds into a mean with a 95 % confidence
-band (1.96 standard errors over the seeds)."""
+players' statistics, the cells' legends (what each line trains), and a cell's seeds turned into a
+mean with its interval (``stats``: a t interval over seeds, cut at the quantity's range)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +16,11 @@ import numpy as np
 import pandas as pd
 
 from ..game import BOX_NAMES
-from .results import load_plan, optimal_summary, write_table
+from ..game.rules import UPPER_BONUS
+from .results import load_plan, load_table, optimal_summary
 from .runner import POOL
-from .spec import Study
-
-Z95 = 1.96
-
+from .spec import Cell, Study
+from .stats import Interval, interval, method_text
 
 UPPER, LOWER = BOX_NAMES[:6], BOX_NAMES[6:]
 
@@ -40,6 +40,7 @@ class Series:
     cell: str
     evals: pd.DataFrame
     finals: pd.DataFrame
+    picked_from: int = 1  # the cells this one was picked from after the fact (T1's "best"), 1: none
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Exhibit:
     title: str
     draw: Callable[[Context, list[str], Path], int]  # returns how many data points it shows
     suffix: str = "png"
+    spread: str = "bands"  # what shows the interval over seeds: bands, error bars, brackets
 
 
 class Context:
@@ -55,8 +57,14 @@ class Context:
     def __init__(self, out: Path) -> None:
         self.out = out
         self.study, self.trials = load_plan(out)
-        self.table = write_table(out)
+        self.table = load_table(out)
         self.reference = references(out, self.study)
+
+    def label(self, cell_id: str, labels: dict[str, str]) -> str:
+        """A cell's legend: its labels, a config file named by what it trains (``A2C, GAE(0.95)``)."""
+        if "config" in labels:
+            labels = {**labels, "config": recipe(self.study.cells[cell_id])}
+        return label_of(labels)
 
     def series(self, ablation: str) -> list[Series]:
         ab = self.study.ablations[ablation]
@@ -66,7 +74,7 @@ class Context:
         for cell_id, labels in ab.cells:
             rows = t[(t["cell"] == cell_id) & (t["experiment"] == experiment) & t["seed"].isin(ab.seeds)]
             evals, finals = rows[rows["stage"] == "eval"], rows[rows["stage"] == "final"]
-            out.append(Series(label_of(labels), ablation, cell_id, evals, finals))
+            out.append(Series(self.label(cell_id, labels), ablation, cell_id, evals, finals))
         return out
 
     def all_series(self, ablations: list[str]) -> list[Series]:
@@ -80,17 +88,17 @@ class Context:
                     out.append(s)
         return out
 
-    def caption(self, ablations: list[str], what: str = "") -> str:
-        """Budget, seeds and games of the cells behind an exhibit."""
+    def caption(self, ablations: list[str], what: str = "", spread: str = "") -> str:
+        """Budget, seeds (and how the intervals over them are made) and games of the cells behind an exhibit."""
         cells = [self.study.cells[c] for a in ablations for c, _ in self.study.ablations[a].cells]
-        seeds = sorted({len(self.study.ablations[a].seeds) for a in ablations})
+        seeds = {len(self.study.ablations[a].seeds) for a in ablations}
 
         def values(name: str) -> str:
             return " / ".join(f"{v:,}" for v in sorted({getattr(c, name) for c in cells}))
 
         parts = [
             f"Budget {values('total_games')} games per run (profile {self.study.profile})",
-            f"{' / '.join(map(str, seeds))} seeds per cell, mean with 95 % confidence (1.96 SE over seeds)",
+            method_text(seeds, spread),
             f"{values('evaluations')} evaluations of {values('eval_games')} games",
             f"final evaluation {values('final_eval_games')} games",
         ]
@@ -100,37 +108,76 @@ class Context:
         return ("; ".join(parts) + ". " + what).strip()
 
 
+def recipe(cell: Cell) -> str:
+    """What a cell trains, as its legend says it: the algorithm and how its advantage is estimated."""
+    name = {"Reinforce": "REINFORCE"}.get(cell.algorithm, cell.algorithm)
+    lam = cell.gae_lambda
+    if lam is None:
+        return name
+    return f"{name}, " + ("TD(0)" if lam == 0 else "Monte Carlo (lambda 1)" if lam == 1 else f"GAE({lam:g})")
+
+
 def label_of(labels: dict[str, str]) -> str:
     """``d_h=64, n_layers=2`` for config keys; the value alone for a config file or a named axis (``low``)."""
     return ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" if "." in k else v for k, v in labels.items()) or "base"
 
 
-def mean_ci(values: pd.Series | np.ndarray) -> tuple[float, float]:
-    """Mean and the half-width of its 95 % confidence interval (0 for a single value)."""
-    x = np.asarray(values, dtype=float)
-    x = x[~np.isnan(x)]
-    if len(x) == 0:
-        return math.nan, math.nan
-    half = Z95 * x.std(ddof=1) / math.sqrt(len(x)) if len(x) > 1 else 0.0
-    return float(x.mean()), float(half)
+@cache
+def box_maxima() -> dict[str, float]:
+    """The most a box can score (from the game's score table, jokers included), by name."""
+    from ..game.tables import tables
+
+    top = tables("cpu").score_rows.amax(0)
+    return {BOX_NAMES[b]: float(top[b]) for b in range(len(BOX_NAMES))}
 
 
-def curve(evals: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Games, mean over seeds and 95 % half-width at each evaluation."""
+def bounds(metric: str) -> tuple[float, float]:
+    """The range a quantity cannot leave: rates, shares and probabilities 0-1, fill turns 0-12
+    (stored from 0), explained variance at most 1, a box's points 0 to its most, the upper bonus
+    0-35, a full game's score 0-1575, the rest >= 0."""
+    base, _, box = metric.partition("/")
+    if base.endswith("_rate") or base in ("first_box", "share_at_least_250") or base.startswith("p_ge_"):
+        return 0.0, 1.0
+    if base == "box_mean":
+        return 0.0, box_maxima()[box]
+    if base == "upper_bonus_mean":
+        return 0.0, float(UPPER_BONUS)
+    if base == "fill_turn":
+        return 0.0, 12.0
+    if base == "explained_variance":
+        return -math.inf, 1.0
+    return 0.0, 1575.0 if base in ("mean_score", "median") else math.inf
+
+
+def stat(values: pd.Series | np.ndarray, metric: str) -> Interval:
+    """The mean of a cell's seeds and its interval, within ``metric``'s range."""
+    return interval(values, bounds(metric))
+
+
+def percent(metric: str) -> float:
+    """100 for a rate (drawn and printed in %), else 1."""
+    return 100.0 if metric.endswith("_rate") else 1.0
+
+
+def curve(evals: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Games, mean over seeds and the interval's ends at each evaluation (the mean where there is none)."""
     if metric not in evals or evals.empty:
-        return np.array([]), np.array([]), np.array([])
+        return np.array([]), np.array([]), np.array([]), np.array([])
     rows = evals.dropna(subset=[metric])
-    grouped = [(g, mean_ci(d[metric])) for g, d in rows.groupby("games")]
-    games = np.array([g for g, _ in grouped])
-    return games, np.array([m for _, (m, _) in grouped]), np.array([h for _, (_, h) in grouped])
+    stats = [(g, stat(d[metric], metric)) for g, d in rows.groupby("games")]
+    mean = np.array([s.mean for _, s in stats])
+    low = np.array([s.low if s.has_interval else s.mean for _, s in stats])
+    high = np.array([s.high if s.has_interval else s.mean for _, s in stats])
+    return np.array([g for g, _ in stats]), mean, low, high
 
 
 def references(out: Path, study: Study) -> dict[str, Any]:
-    """The optimum's and the greedy player's statistics on a member's final-evaluation games (cached)."""
+    """The optimum's and the greedy player's statistics on a member's final-evaluation games (cached;
+    a folder without run folders, a report's committed copy, reads the cached ones as they are)."""
     path = out / "reference.json"
     optimal = optimal_summary(out)
     if optimal is None:
-        return {}
+        return json.loads(path.read_text()) if path.exists() and not (out / "runs").is_dir() else {}
     key = {"games": optimal["games"], "seed": optimal.get("final_seed")}
     if path.exists() and (cached := json.loads(path.read_text())).get("key") == key:
         return cached
@@ -149,8 +196,10 @@ def references(out: Path, study: Study) -> dict[str, Any]:
     return ref
 
 
-def reference_lines(ax: Any, ctx: Context, metric: str, horizontal: bool = True) -> None:
-    """The optimum and the greedy player as dashed lines at their value of ``metric``."""
+def reference_lines(ax: Any, ctx: Context, metric: str, horizontal: bool = True) -> list[float]:
+    """The optimum and the greedy player as dashed lines at their value of ``metric`` (in % for a
+    rate); returns the values drawn. In single turns the greedy player is the exact optimum, and
+    the optimal full-game player gives points up for later turns: the legend says which is which."""
     ref = ctx.reference
     if not ref:
         return
@@ -161,12 +210,16 @@ def reference_lines(ax: Any, ctx: Context, metric: str, horizontal: bool = True)
         "single_turn_score": (ref["single_turn"]["optimal"], ref["single_turn"]["greedy"]),
     }
     if metric not in values:
-        return
-    opt, greedy = values[metric]
+        return []
+    opt, greedy = (v * percent(metric) for v in values[metric])
     line = ax.axhline if horizontal else ax.axvline
-    exact = " (exact)" if metric == "mean_score" else ""
-    line(opt, color="black", linestyle="--", linewidth=1, label=f"optimal{exact} {opt:.3g}")
-    line(greedy, color="grey", linestyle=":", linewidth=1.5, label=f"greedy {greedy:.3g}")
+    if metric == "single_turn_score":
+        names = "optimal full-game player", "greedy player = single-turn optimum"
+    else:
+        names = "optimal player" + (" (exact)" if metric == "mean_score" else ""), "greedy player"
+    line(opt, color="black", linestyle="--", linewidth=1, label=f"{names[0]} {opt:.3g}")
+    line(greedy, color="grey", linestyle=":", linewidth=1.5, label=f"{names[1]} {greedy:.3g}")
+    return [opt, greedy]
 
 
 def new_figure(width: float = 8, height: float = 4.5, ncols: int = 0) -> tuple[Any, Any]:
@@ -181,10 +234,18 @@ def new_figure(width: float = 8, height: float = 4.5, ncols: int = 0) -> tuple[A
 
 
 def save_figure(fig: Any, path: Path) -> None:
+    """Save as PNG, with what the figure says written into the file's text (``Legend``: every
+    legend entry; ``Axes``: each panel's labels and limits), so that a test or a script can read it."""
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    legend = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    axes = [
+        f"x={ax.get_xlabel()} {tuple(round(v, 3) for v in ax.get_xlim())}; "
+        f"y={ax.get_ylabel()} {tuple(round(v, 3) for v in ax.get_ylim())}"
+        for ax in fig.axes
+    ]
+    fig.savefig(path, dpi=100, metadata={"Legend": " | ".join(legend), "Axes": " | ".join(axes)})
     plt.close(fig)
 
 
@@ -195,19 +256,25 @@ def pareto_front(points: list[tuple[float, float]]) -> list[tuple[float, float]]
 
 
 def agents(ctx: Context, ablations: list[str]) -> list[Series]:
-    """The best cell (final mean score over seeds) of each algorithm and task: the rows of T1 and P1-P4."""
+    """The best cell (final mean score over seeds) of each algorithm and task: the rows of T1, P1-P4
+    and R1. Picked after the fact from its rivals (``picked_from``), on the games it is judged on:
+    an optimistic estimate, which T1 re-evaluates on fresh games."""
     best: dict[tuple[str, str], tuple[float, Series]] = {}
+    rivals: dict[tuple[str, str], int] = {}
     for s in ctx.all_series(ablations):
         if s.finals.empty or "mean_score" not in s.finals:
             continue
         cell = ctx.study.cells[s.cell]
-        mean = mean_ci(s.finals["mean_score"])[0]
+        mean = stat(s.finals["mean_score"], "mean_score").mean
         key = (cell.algorithm, cell.task)
+        rivals[key] = rivals.get(key, 0) + 1
         if not math.isnan(mean) and (key not in best or mean > best[key][0]):
             best[key] = (mean, s)
     out = []
-    for (algorithm, task), (_, s) in sorted(best.items()):
-        s.label = algorithm + (" (single-turn, transferred)" if task == "single_turn" else "")
+    for key, (_, s) in sorted(best.items()):
+        cell = ctx.study.cells[s.cell]
+        s.label = recipe(cell) + (" (single-turn, transferred)" if cell.task == "single_turn" else "")
+        s.picked_from = rivals[key]
         out.append(s)
     return out
 
@@ -229,9 +296,10 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
 
 
-def plus_minus(values: pd.Series, scale: float = 1, digits: int = 1) -> str:
-    m, h = mean_ci(values * scale)
-    return "-" if math.isnan(m) else f"{m:.{digits}f} ± {h:.{digits}f}"
+def mean_and_interval(values: pd.Series, metric: str, digits: int = 1) -> str:
+    """A table's cell: ``mean [low, high]`` over seeds (in % for a rate or share), within the quantity's range."""
+    scale = 100.0 if bounds(metric) == (0.0, 1.0) else 1.0
+    return stat(values, metric).text(scale, digits)
 
 
 def reference_rows(ctx: Context, pick: Callable[[dict[str, Any]], list[float]]) -> list[list[str]]:
@@ -247,5 +315,5 @@ def reference_rows(ctx: Context, pick: Callable[[dict[str, Any]], list[float]]) 
 def label_of_cell(ctx: Context, s: Series) -> str:
     for cell_id, labels in ctx.study.ablations[s.ablation].cells:
         if cell_id == s.cell:
-            return label_of(labels)
+            return ctx.label(cell_id, labels)
     return s.cell

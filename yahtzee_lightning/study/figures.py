@@ -11,18 +11,20 @@ from typing import Any
 
 import numpy as np
 
+from ..game import BOX_NAMES
 from .context import (
     Context,
     Series,
     agents,
     best_member,
     curve,
-    mean_ci,
     new_figure,
     pareto_front,
+    percent,
     reference_columns,
     reference_lines,
     save_figure,
+    stat,
 )
 
 
@@ -31,18 +33,21 @@ def draw_curves(metric: str, ylabel: str, refs: bool = True) -> Callable[[Contex
 
     def draw(ctx: Context, ablations: list[str], path: Path) -> int:
         fig, ax = new_figure()
-        points = 0
+        points, scale, top = 0, percent(metric), [0.0]
         for s in ctx.all_series(ablations):
-            games, mean, half = curve(s.evals, metric)
+            games, mean, low, high = curve(s.evals, metric)
             if len(games) == 0:
                 continue
             points += len(games)
-            (line,) = ax.plot(games, mean, marker="o", markersize=3, label=s.label)
-            ax.fill_between(games, mean - half, mean + half, color=line.get_color(), alpha=0.2)
+            (line,) = ax.plot(games, scale * mean, marker="o", markersize=3, label=s.label)
+            ax.fill_between(games, scale * low, scale * high, color=line.get_color(), alpha=0.2)
+            top.append(float(np.nanmax(scale * high)))
         if refs:
-            reference_lines(ax, ctx, metric)
+            top += reference_lines(ax, ctx, metric)
         ax.set_xlabel("games trained")
         ax.set_ylabel(ylabel)
+        if scale != 1:  # a rate, in % from 0 to a little above the highest value drawn
+            ax.set_ylim(0, min(100.0, 1.08 * max(top)) or 1)
         ax.legend(fontsize=7, loc="best")
         ax.grid(alpha=0.3)
         save_figure(fig, path)
@@ -52,7 +57,8 @@ def draw_curves(metric: str, ylabel: str, refs: bool = True) -> Callable[[Contex
 
 
 def draw_bars(metrics: tuple[tuple[str, str], ...]) -> Callable[[Context, list[str], Path], int]:
-    """Final value per cell (horizontal bars with 95 % error bars), a panel per metric, with the reference lines."""
+    """Final value per cell (horizontal bars, error bars: the interval over seeds), a panel per
+    metric, with the reference lines; rates in %."""
 
     def draw(ctx: Context, ablations: list[str], path: Path) -> int:
         series = ctx.all_series(ablations)
@@ -60,13 +66,16 @@ def draw_bars(metrics: tuple[tuple[str, str], ...]) -> Callable[[Context, list[s
         fig, axes = new_figure(3 + 0.07 * longest + 4 * len(metrics), 1.5 + 0.3 * len(series), len(metrics))
         points = 0
         for i, (ax, (metric, xlabel)) in enumerate(zip(axes, metrics, strict=True)):
-            stats = [mean_ci(s.finals[metric]) if metric in s.finals else (math.nan, math.nan) for s in series]
-            points += sum(not math.isnan(m) for m, _ in stats)
+            scale = percent(metric)
+            stats = [stat(s.finals[metric] if metric in s.finals else [], metric) for s in series]
+            points += sum(not math.isnan(st.mean) for st in stats)
             y = np.arange(len(series))
-            ax.barh(y, [m for m, _ in stats], xerr=[h for _, h in stats], capsize=3, color="tab:blue", alpha=0.8)
-            reference_lines(ax, ctx, metric, horizontal=False)
-            if metric.endswith("_rate"):
-                ax.set_xlim(0, 1)
+            err = np.array([st.errors() for st in stats]).T * scale
+            ax.barh(y, [scale * st.mean for st in stats], xerr=err, capsize=3, color="tab:blue", alpha=0.8)
+            top = reference_lines(ax, ctx, metric, horizontal=False)
+            if scale != 1:  # a rate, in % from 0 to a little above the highest value drawn
+                ends = [scale * (st.high if st.has_interval else st.mean) for st in stats]
+                ax.set_xlim(0, min(100.0, 1.08 * max([*top, *(e for e in ends if not math.isnan(e)), 0])) or 1)
             ax.set_yticks(y, [s.label for s in series] if i == 0 else [""] * len(series), fontsize=8)
             ax.invert_yaxis()
             ax.set_xlabel(xlabel)
@@ -88,9 +97,10 @@ def draw_pareto(ctx: Context, ablations: list[str], path: Path) -> int:
         if f.empty:
             continue
         (pts,) = ax.plot(f["single_turn_score"], f["mean_score"], "o", alpha=0.35, markersize=4)
-        (mx, hx), (my, hy) = mean_ci(f["single_turn_score"]), mean_ci(f["mean_score"])
-        ax.errorbar(mx, my, xerr=hx, yerr=hy, fmt="s", color=pts.get_color(), capsize=3, label=s.label)
-        means.append((mx, my))
+        x, y = stat(f["single_turn_score"], "single_turn_score"), stat(f["mean_score"], "mean_score")
+        xerr, yerr = (np.array([st.errors()]).T for st in (x, y))
+        ax.errorbar(x.mean, y.mean, xerr=xerr, yerr=yerr, fmt="s", color=pts.get_color(), capsize=3, label=s.label)
+        means.append((x.mean, y.mean))
     frontier = pareto_front(means)
     if len(frontier) > 1:
         ax.plot(*zip(*frontier, strict=True), color="black", linewidth=1, label="frontier (non-dominated cells)")
@@ -115,7 +125,8 @@ def draw_agent_bars(
     turn: bool = False,
     limits: tuple[float, float] | None = None,
 ):
-    """Grouped bars per box: each agent (mean over seeds, 95 % error bars) beside the optimal and greedy players."""
+    """Grouped bars per box: each agent (mean over seeds, error bars: the interval over seeds) beside
+    the optimal and greedy players."""
 
     def reference_value(summary: dict[str, Any], box: str) -> float:
         if box == extra:
@@ -134,18 +145,20 @@ def draw_agent_bars(
             if isinstance(src, Series):
                 shift = 1 if turn else 0  # fill turns are stored from 0
                 stats = [
-                    mean_ci(src.finals["upper_bonus_mean"] if b == extra else src.finals[f"{column}/{b}"] + shift)
+                    stat(src.finals["upper_bonus_mean"], "upper_bonus_mean")
+                    if b == extra
+                    else stat(src.finals[f"{column}/{b}"], f"{column}/{b}")
                     for b in labels
                 ]
-                points += sum(not math.isnan(m) for m, _ in stats)
-                heights, err = [m for m, _ in stats], [h for _, h in stats]
+                points += sum(not math.isnan(st.mean) for st in stats)
+                heights, err = [st.mean + shift for st in stats], np.array([st.errors() for st in stats]).T
             else:
                 heights, err = [reference_value(src, b) for b in labels], None
             x = np.arange(len(labels)) + i * width
             ax.bar(x, heights, width, yerr=err, capsize=2, label=name, hatch="//" if name == "greedy" else None)
         ax.set_xticks(np.arange(len(labels)) + width * (len(cols) - 1) / 2, labels, rotation=30, ha="right")
         ax.set_ylabel(ylabel)
-        if limits:  # a share or a turn: the error bars are cut where the quantity ends
+        if limits:  # a share or a turn: the axis ends where the quantity ends
             ax.set_ylim(*limits)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, never over them
         ax.grid(axis="y", alpha=0.3)
@@ -178,14 +191,67 @@ def draw_population(ctx: Context, ablations: list[str], path: Path) -> int:
                     )
                     points += len(rows)
             else:
-                games, mean, half = curve(s.evals, "mean_score")
+                games, mean, low, high = curve(s.evals, "mean_score")
                 points += len(games)
                 (line,) = ax.plot(games, mean, color="tab:blue", label=f"{name}: fixed settings, mean over seeds")
-                ax.fill_between(games, mean - half, mean + half, color=line.get_color(), alpha=0.2)
+                ax.fill_between(games, low, high, color=line.get_color(), alpha=0.2)
     reference_lines(ax, ctx, "mean_score")
     ax.set_xlabel("games trained")
     ax.set_ylabel("mean score")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
+    save_figure(fig, path)
+    return points
+
+
+def draw_regret(ctx: Context, ablations: list[str], path: Path) -> int:
+    """Where each agent loses its points against the optimal player on the same dice: the regret
+    per game by the box each turn was scored in (left) and by turn (right), each summing to the
+    regret per game; the greedy player beside them (the optimum's regret is 0 by definition)."""
+    found = agents(ctx, ablations)
+    greedy = (ctx.reference.get("greedy") or {}).get("regret")
+    fig, (by_box, by_turn) = new_figure(15, 4.5, 2)
+    width = 0.8 / max(len(found) + (greedy is not None), 1)
+    points = 0
+    for i, s in enumerate(found):
+        boxes = [b for b in BOX_NAMES if f"regret_by_box/{b}" in s.finals]
+        turns = sorted(int(c.split("/")[1]) for c in s.finals if c.startswith("regret_by_turn/"))
+        box_stats = [stat(s.finals[f"regret_by_box/{b}"], "regret_by_box") for b in boxes]
+        turn_stats = [stat(s.finals[f"regret_by_turn/{t}"], "regret_by_turn") for t in turns]
+        drawn = sum(not math.isnan(st.mean) for st in box_stats + turn_stats)
+        if not drawn:  # no regret by box and turn in this agent's results: no bars, no legend entry
+            continue
+        points += drawn
+        x = np.array([BOX_NAMES.index(b) for b in boxes]) + i * width
+        err = np.array([st.errors() for st in box_stats]).T if box_stats else None
+        by_box.bar(x, [st.mean for st in box_stats], width, yerr=err, capsize=2, label=s.label)
+        if turn_stats:
+            mean = np.array([st.mean for st in turn_stats])
+            low = np.array([st.low if st.has_interval else st.mean for st in turn_stats])
+            high = np.array([st.high if st.has_interval else st.mean for st in turn_stats])
+            (line,) = by_turn.plot(turns, mean, marker="o", markersize=3, label=s.label)
+            by_turn.fill_between(turns, low, high, color=line.get_color(), alpha=0.2)
+    if greedy is not None:
+        x = np.arange(len(BOX_NAMES)) + len(found) * width
+        greedy_box = [greedy["by_box"].get(b, 0.0) for b in BOX_NAMES]
+        by_box.bar(x, greedy_box, width, color="lightgrey", edgecolor="grey", hatch="//", label="greedy player")
+        turns = np.arange(1, len(greedy["by_turn"]) + 1)
+        by_turn.plot(turns, greedy["by_turn"], color="grey", linestyle=":", linewidth=1.5, label="greedy player")
+    if not points:  # results from before the regret by box and turn was kept (results.csv without its columns)
+        by_box.text(
+            0.5,
+            0.5,
+            "no agent's regret by box and turn in these results\n(they predate it: results.csv has no such columns)",
+            transform=by_box.transAxes,
+            ha="center",
+        )
+    by_box.set_xticks(np.arange(len(BOX_NAMES)) + width * len(found) / 2, BOX_NAMES, rotation=30, ha="right")
+    by_box.set_ylabel("points lost per game, by box scored")
+    by_turn.set_xlabel("turn (1-13)")
+    by_turn.set_ylabel("points lost per game, by turn")
+    for ax in (by_box, by_turn):
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
     save_figure(fig, path)
     return points

@@ -1,11 +1,13 @@
-"""A study's report: one file per exhibit (``F1.png``, ``T2.md``, ...) and an ``index.md`` that shows them.
+"""A study's report: a file per exhibit (``F1.png``, ``T2.md``, ...), ``claims.md`` and an ``index.md`` showing them.
 
-Every number is a mean over a cell's seeds with a 95 % confidence band or error bar (1.96
-standard errors over the seeds; none with one seed). The exact optimum and the greedy player are
-reference lines where they apply: the optimum's exact expected score, and both players' statistics
-on the same games as a member's final evaluation (the optimal player's come with every final
-evaluation; the greedy player's are played here once and kept in ``OUT/reference.json``).
-Captions give the budget and the number of games.
+Every number is a mean over a cell's seeds with its 95 % interval as a band, error bar or in
+brackets: Student's t with n - 1 degrees of freedom over the seeds, cut at the quantity's range
+(``stats``); none with one seed. The exact optimum and the greedy player are reference lines
+where they apply: the optimum's exact expected score, and both players' statistics on the same
+games as a member's final evaluation (the optimal player's come with every final evaluation; the
+greedy player's are played here once and kept in ``OUT/reference.json``). Captions say what the
+lines show, the budget, the games and how the intervals were made; ``claims.md`` judges the
+study's orderings from the results (``claims``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import shutil
 from pathlib import Path
 
 from ..game import BOX_NAMES
+from .claims import write_claims
 from .context import (
     KEY_BOXES,
     LOWER,
@@ -22,11 +25,20 @@ from .context import (
     Context,
     Exhibit,
 )
-from .figures import draw_agent_bars, draw_bars, draw_curves, draw_pareto, draw_population
+from .figures import draw_agent_bars, draw_bars, draw_curves, draw_pareto, draw_population, draw_regret
 from .runner import SESSIONS
 from .spec import EXHIBIT_IDS, StudyError
 from .tables import table_distribution, table_entropy, table_population, table_summary
 
+BARS, TABLE = "error bars", "brackets"
+CLAIMS = "claims.md"
+CLAIMS_NOTE = (
+    "Final mean scores over seeds. Within each ablation every cell is tested against the next one down by its mean "
+    "(and the first against the last): Welch's t-test over seeds, the difference of means with its 95 % interval; "
+    "each agent of T1 (picked after the fact) against the greedy player's mean on the reference games, a one-sample "
+    "t-test over its seeds. Not resolved at this n: the interval holds 0, so these seeds cannot order the two; a "
+    "difference as large as the interval's ends is still possible."
+)
 EXHIBITS: dict[str, Exhibit] = {
     "S1": Exhibit(
         "Single-turn agent: single-turn score over training", draw_curves("single_turn_score", "points in one turn")
@@ -34,75 +46,119 @@ EXHIBITS: dict[str, Exhibit] = {
     "S2": Exhibit(
         "Single-turn agent: full-game score over training", draw_curves("mean_score", "full-game mean score")
     ),
-    "S3": Exhibit("Pareto frontier: single-turn against full-game score", draw_pareto),
+    "S3": Exhibit("Pareto frontier: single-turn against full-game score", draw_pareto, spread=BARS),
     "S4": Exhibit(
         "Single-turn agent: mean points per box in full games, beside the greedy and optimal players",
         draw_agent_bars("box_mean", BOX_NAMES, "mean points per game"),
+        spread=BARS,
     ),
     "F1": Exhibit("Algorithm comparison: learning curves", draw_curves("mean_score", "mean score")),
-    "F2": Exhibit("Final mean score per configuration", draw_bars((("mean_score", "final mean score"),))),
+    "F2": Exhibit("Final mean score per configuration", draw_bars((("mean_score", "final mean score"),)), spread=BARS),
     "F3": Exhibit(
         "Upper-bonus and Yahtzee rates per configuration",
-        draw_bars((("upper_bonus_rate", "upper-bonus rate"), ("yahtzee_rate", "Yahtzee (50) rate"))),
+        draw_bars((("upper_bonus_rate", "upper-bonus rate (% of games)"), ("yahtzee_rate", "Yahtzee (50) rate (%)"))),
+        spread=BARS,
     ),
     "F4": Exhibit("State representation: learning curves", draw_curves("mean_score", "mean score")),
     "F5": Exhibit(
-        "State representation: upper-bonus rate over training", draw_curves("upper_bonus_rate", "upper-bonus rate")
+        "State representation: upper-bonus rate over training",
+        draw_curves("upper_bonus_rate", "upper-bonus rate (% of games)"),
     ),
-    "F6": Exhibit("Entropy regimes", table_entropy, "md"),
-    "F7": Exhibit("Architecture: width and depth of the trunk", draw_bars((("mean_score", "final mean score"),))),
+    "F6": Exhibit("Entropy regimes", table_entropy, "md", TABLE),
+    "F7": Exhibit(
+        "Architecture: width and depth of the trunk", draw_bars((("mean_score", "final mean score"),)), spread=BARS
+    ),
     "F8": Exhibit("With and without LayerNorm: learning curves", draw_curves("mean_score", "mean score")),
     "F9": Exhibit(
         "With and without LayerNorm: explained variance of the value head over training",
         draw_curves("explained_variance", "explained variance (last update)", refs=False),
     ),
-    "F10": Exhibit("GAE lambda: final mean score", draw_bars((("mean_score", "final mean score"),))),
-    "F11": Exhibit("GAE lambda: upper-bonus rate", draw_bars((("upper_bonus_rate", "upper-bonus rate"),))),
+    "F10": Exhibit("GAE lambda: final mean score", draw_bars((("mean_score", "final mean score"),)), spread=BARS),
+    "F11": Exhibit(
+        "GAE lambda: upper-bonus rate",
+        draw_bars((("upper_bonus_rate", "upper-bonus rate (% of games)"),)),
+        spread=BARS,
+    ),
     "F12": Exhibit(
         "Rolling-head entropy over training", draw_curves("entropy_roll", "keep-head entropy (nats)", False)
     ),
     "F13": Exhibit(
         "Scoring-head entropy over training", draw_curves("entropy_score", "box-head entropy (nats)", False)
     ),
-    "T1": Exhibit("Full-game summary", table_summary, "md"),
-    "T2": Exhibit("Score distribution: P(score >= n)", table_distribution, "md"),
+    "T1": Exhibit("Full-game summary", table_summary, "md", TABLE),
+    "T2": Exhibit("Score distribution: P(score >= n)", table_distribution, "md", TABLE),
     "P1": Exhibit(
         "Upper section: mean points per upper box and the bonus",
         draw_agent_bars("box_mean", UPPER, "mean points per game", extra="upper bonus"),
+        spread=BARS,
     ),
     "P2": Exhibit(
-        "Lower section: mean points per lower box", draw_agent_bars("box_mean", LOWER, "mean points per game")
+        "Lower section: mean points per lower box",
+        draw_agent_bars("box_mean", LOWER, "mean points per game"),
+        spread=BARS,
     ),
     "P3": Exhibit(
-        "First category filled", draw_agent_bars("first_box", BOX_NAMES, "share of games filled first", limits=(0, 1))
+        "First category filled",
+        draw_agent_bars("first_box", BOX_NAMES, "share of games filled first", limits=(0, 1)),
+        spread=BARS,
     ),
     "P4": Exhibit(
         "Median turn at which key categories are filled",
         draw_agent_bars("fill_turn", KEY_BOXES, "median turn filled (1-13)", turn=True, limits=(0, 13.5)),
+        spread=BARS,
     ),
     "B1": Exhibit("Population-based training against fixed settings: learning curves", draw_population),
-    "B2": Exhibit("Population-based training against fixed settings: final scores", table_population, "md"),
+    "B2": Exhibit("Population-based training against fixed settings: final scores", table_population, "md", TABLE),
+    "R1": Exhibit(
+        "Regret against the optimal player on the same dice, by box scored and by turn", draw_regret, spread=BARS
+    ),
 }
 
 
 assert set(EXHIBITS) == set(EXHIBIT_IDS), "every exhibit id has its drawing"
 
 
+CURVE = "Each line: a cell's {what} at each evaluation during training, mean over its seeds; band: its interval."
+LEGEND = "The legend names what each line trains: the algorithm and its advantage (TD(0), GAE(lambda), Monte Carlo)."
 NOTES = {
-    "S1": "Dotted: the greedy player, the exact optimum of a single turn; dashed: the optimal full-game player's "
-    "points in one turn.",
+    "S1": CURVE.format(what="single-turn score (points in one turn from a random partly filled card)")
+    + " Dotted: the greedy player, which is the exact optimum of a single turn; dashed: the optimal full-game "
+    "player's points in one turn (it gives points up for later turns).",
+    "S2": CURVE.format(what="full-game mean score") + " Dashed: the exact optimum; dotted: the greedy player.",
+    "S3": "Faint points: members; squares: a cell's mean over seeds, error bars its intervals on both axes.",
     "S4": "Per box in full games (where every box is filled once), the greedy and optimal players on the same games.",
-    "F2": "Every cell of the study; dashed: the exact optimum, dotted: the greedy player.",
-    "F9": "Explained variance of the value head on the last training batch before each evaluation.",
-    "F12": "Entropy of the keep head, averaged over the rolling decisions of the last batch before each evaluation.",
-    "F13": "Entropy of the box head, averaged over the scoring decisions of the last batch before each evaluation.",
-    "T1": "Agents: the best cell (final mean score over seeds) of each algorithm; ± is the 95 % confidence "
-    "half-width over seeds. Optimal and greedy: the same protocol on the games of one member's final evaluation.",
+    "F1": CURVE.format(what="mean score") + " " + LEGEND,
+    "F2": "Every cell of the study; dashed: the exact optimum, dotted: the greedy player. " + LEGEND,
+    "F3": "Rates in % of the final evaluation's games. " + LEGEND,
+    "F4": CURVE.format(what="mean score"),
+    "F5": CURVE.format(what="upper-bonus rate (% of the evaluation's games)"),
+    "F8": CURVE.format(what="mean score"),
+    "F9": CURVE.format(what="explained variance of the value head on the last training batch before the evaluation"),
+    "F11": "Rate in % of the final evaluation's games.",
+    "F12": CURVE.format(
+        what="keep-head entropy, averaged over the rolling decisions of the last batch before the evaluation"
+    )
+    + " "
+    + LEGEND,
+    "F13": CURVE.format(
+        what="box-head entropy, averaged over the scoring decisions of the last batch before the evaluation"
+    )
+    + " "
+    + LEGEND,
+    "T1": "Agents: the best cell (final mean score over seeds) of each algorithm, picked after the fact among the "
+    "cells of that algorithm on the very games it is judged on, so its mean and median are optimistic; the fresh-games "
+    "columns play every member of that cell again on games no evaluation played (as many as its final evaluation), "
+    'from its last checkpoint ("no weights": the folder holds no checkpoints). Optimal and greedy: the same '
+    "protocol on the games of one member's final evaluation.",
     "P3": "Share of games in which each box is the first one filled.",
     "B1": "The best member is picked after the fact, by its final score.",
     "B2": "The best member is picked after the fact (an optimistic estimate); the population's mean against the "
     "fixed settings is the fair comparison.",
     "P4": "Turns counted 1 to 13.",
+    "R1": "The regret is the exact expected points given up against the optimal choice at every decision, on the "
+    "agent's own dice; left: summed over each game by the box its turn was scored in, right: by turn (each sums to "
+    "the regret per game). The optimal player's regret is 0; the greedy player's is on the reference games. "
+    "Agents as in T1 (picked after the fact).",
 }
 
 
@@ -127,8 +183,12 @@ def write_report(out: Path, force: bool = False) -> Path:
         manifest[eid] = {"file": path.name, "points": points, "ablations": ablations}
         lines += [f"## {eid}. {ex.title}", ""]
         lines += [f"![{eid}]({path.name})" if ex.suffix == "png" else path.read_text()]
-        lines += ["", f"*{ctx.caption(ablations, NOTES.get(eid, ''))}*", ""]
+        lines += ["", f"*{ctx.caption(ablations, NOTES.get(eid, ''), ex.spread)}*", ""]
         print(f"  {eid}: {path.name} ({points} points)")
+    claims = write_claims(ctx, folder / CLAIMS)
+    lines += ["## Claims, judged from the results", "", (folder / CLAIMS).read_text(), ""]
+    lines += [f"*{CLAIMS_NOTE} Also in [{CLAIMS}]({CLAIMS}).*", ""]
+    print(f"  claims: {CLAIMS} ({claims} rows)")
     (folder / "exhibits.json").write_text(json.dumps(manifest, indent=1))
     index = folder / "index.md"
     index.write_text("\n".join(lines))
@@ -137,7 +197,7 @@ def write_report(out: Path, force: bool = False) -> Path:
 
 def _status_lines(ctx: Context) -> list[str]:
     t = ctx.table
-    members = t.drop_duplicates(["run_dir", "seed"])
+    members = t.drop_duplicates(["experiment", "cell", "seed"])  # a packed run folder holds several cells
     counts = members["status"].value_counts().to_dict()
     lines = [f"Members: {', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}. Results: `results.csv`.", ""]
     sessions = ctx.out / SESSIONS
@@ -149,6 +209,6 @@ def _status_lines(ctx: Context) -> list[str]:
             took = f"{r['wall_clock_s'] / 60:.1f} min" if r["wall_clock_s"] is not None else "killed (no wall clock)"
             lines.append(f"* {r['started']}, {took}, {r['cpus']} CPUs on {r['machine']}: `{r['command']}`")
         lines.append("")
-    for _, row in members[members["status"] == "failed"].iterrows():
+    for _, row in members[members["status"] == "failed"].drop_duplicates("run_dir").iterrows():
         lines.append(f"* failed: `{row['run_dir']}`: {row['error']}")
     return lines + ([""] if len(lines) > 2 else [])

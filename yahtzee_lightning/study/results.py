@@ -5,7 +5,7 @@ upper-bonus and Yahtzee rates, regret per game, single-turn score, head entropie
 variance); every member has one ``final`` row, with its ``status`` (done, failed with its
 ``error``, unfinished, or pending) and, when done, the final evaluation (mean, SD, SE, median,
 rates, regret per game, decision and box, P(score >= n), per box: mean score, share as the first
-box filled, median turn filled).
+box filled, median turn filled; the regret per game by box scored and by turn).
 """
 
 from __future__ import annotations
@@ -32,6 +32,11 @@ class Trial:
     cell: str
     seeds: list[int]
     run_dir: str  # relative to the study folder
+    #: Packed (:mod:`.packing`): the pack's trial, which trains these seeds as members of its ensemble,
+    #: their indices there, and the settings each carries there (its seed and what differs in the pack).
+    pack: str | None = None
+    members: list[int] | None = None
+    carries: list[dict[str, Any]] | None = None
 
     @property
     def name(self) -> str:
@@ -83,6 +88,8 @@ def final_columns(summary: dict[str, Any]) -> dict[str, Any]:
     if "regret" in summary:
         r = summary["regret"]
         cols |= {"regret_per_game": r["per_game_mean"], "regret_keep": r["keep_mean"], "regret_box": r["box_mean"]}
+        cols |= {f"regret_by_box/{box}": lost for box, lost in r.get("by_box", {}).items()}
+        cols |= {f"regret_by_turn/{t + 1}": lost for t, lost in enumerate(r.get("by_turn", []))}
     cols |= {f"p_ge_{n}": p for n, p in summary["p_score_at_least"].items()}
     for box, s in summary["boxes"].items():
         cols |= {f"box_mean/{box}": s["mean"], f"first_box/{box}": s["first_box_share"]}
@@ -90,10 +97,11 @@ def final_columns(summary: dict[str, Any]) -> dict[str, Any]:
     return cols
 
 
-def _member_records(record: dict[str, Any], seeds: list[int]) -> list[tuple[int, dict[str, Any]]]:
-    """(seed, record) per member: one for a run, one per index of an ensemble's ``members``."""
+def _member_records(record: dict[str, Any], seeds: list[int], index: list[int]) -> list[tuple[int, dict[str, Any]]]:
+    """(seed, record) per member: one for a run, one per index of an ensemble's ``members`` (the
+    trial's ``index``: its members' places in a packed ensemble)."""
     if "members" in record:  # the ensemble seam: members' final records, by index
-        return [(seeds[i], {**record, **m}) for i, m in enumerate(record["members"])]
+        return [(seed, {**record, **record["members"][i]}) for seed, i in zip(seeds, index, strict=True)]
     return [(seeds[0], record)]
 
 
@@ -119,17 +127,19 @@ def collect(out: str | Path) -> pd.DataFrame:
             "status": status,
             "error": error,
         }
-        evals = {m: [_eval_columns(h) for h in history if h.get("member", 0) == m] for m in range(len(t.seeds))}
+        index = t.members or list(range(len(t.seeds)))  # each seed's member index in the run
+        evals = {m: [_eval_columns(h) for h in history if h.get("member", 0) == index[m]] for m in range(len(t.seeds))}
         for member, seed in enumerate(t.seeds):
             rows += [{**ident, "seed": seed, "stage": "eval", **e} for e in evals[member]]
         if record is None:  # a member without a final evaluation: one row that says why
             rows += [{**ident, "seed": seed, "stage": "final"} for seed in t.seeds]
-        for member, (seed, rec) in enumerate(_member_records(record, t.seeds) if record else []):
+        for member, (seed, rec) in enumerate(_member_records(record, t.seeds, index) if record else []):
             last = evals[member][-1] if evals[member] else {}
             carried = {k: last.get(k, math.nan) for k in ("entropy_roll", "entropy_score", "explained_variance")}
             final = final_columns(rec["summary"]) if rec.get("summary") else {}
             settings = {f"setting/{k}": v for k, v in (rec.get("settings") or {}).items()}
             row = {**ident, "seed": seed, "stage": "final", "games": rec.get("games"), **carried, **settings, **final}
+            row |= {k: rec[k] for k in ("node", "host") if k in rec}  # where it finished (a study on a cluster)
             rows.append(row | {"single_turn_score": rec.get("single_turn_score")})
     return pd.DataFrame(rows)
 
@@ -139,6 +149,16 @@ def write_table(out: str | Path) -> pd.DataFrame:
     table = collect(out)
     table.to_csv(Path(out) / TABLE, index=False)
     return table
+
+
+def load_table(out: str | Path) -> pd.DataFrame:
+    """The results of a study folder: collected afresh from its run folders (and written to
+    ``results.csv``), or, where the folder holds no run folders (a report's committed copy:
+    ``study.json``, ``results.csv``, ``reference.json``), read back from ``results.csv``."""
+    out = Path(out)
+    if not (out / "runs").is_dir() and (out / TABLE).exists():
+        return pd.read_csv(out / TABLE)
+    return write_table(out)
 
 
 def optimal_summary(out: str | Path) -> dict[str, Any] | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import shutil
 import sys
 import time
@@ -23,6 +22,9 @@ from typing import Any
 
 from ray import tune
 
+from ..machine import describe_machine
+from .cluster import CLUSTER_RETRIES, check_address, check_nodes, trial_resources
+from .packing import ensemble_of, pack_trials
 from .results import PLAN, Trial, write_table
 from .spec import Cell, Study, StudyError
 
@@ -50,7 +52,8 @@ def seeds_per_trial(study: Study, cell: Cell, seeds: list[int], scheduled: bool 
 
 
 def plan_trials(study: Study) -> list[Trial]:
-    """Every trial of the study, each (experiment, cell, seeds) once."""
+    """Every trial of the study, each (experiment, cell, seeds) once; those of cells that can share an
+    ensemble packed into one run (:mod:`.packing`)."""
     trials: dict[tuple[str, str, tuple[int, ...]], Trial] = {}
     for ab in study.ablations.values():
         experiment = ab.name if ab.scheduler else POOL
@@ -59,15 +62,17 @@ def plan_trials(study: Study) -> list[Trial]:
                 folder = "runs" if experiment == POOL else f"runs/{experiment}"
                 run_dir = f"{folder}/{cell_id}/seed{'-'.join(map(str, seeds))}"
                 trials.setdefault((experiment, cell_id, tuple(seeds)), Trial(experiment, cell_id, seeds, run_dir))
-    return list(trials.values())
+    return pack_trials(study, list(trials.values()), POOL)
 
 
 def prepare_folder(study: Study, out: Path, force: bool) -> None:
     """Write the study's plan into ``out``, or check that ``out`` holds this study's results.
 
     Another study's results (or a folder that holds something else) are refused, naming them;
-    ``force`` deletes what an earlier study wrote there first.
+    ``force`` deletes what an earlier study wrote there first. A folder resumes packed or not as it
+    was started (its run folders are those of that way), whatever ``study.pack`` says.
     """
+    trials = plan_trials(study)  # a pack that cannot be refuses the study before anything is written
     plan = out / PLAN
     if force and out.is_dir():
         for name in OWNED:
@@ -83,10 +88,15 @@ def prepare_folder(study: Study, out: Path, force: bool) -> None:
                 f"{out}: holds the results of study {old['name']!r} (profile {old['profile']}), not {study.name!r} "
                 f"(profile {study.profile}); choose another --out, or add --force to delete them"
             )
+        packed = old.get("pack", False)  # a folder from before packing was run unpacked
+        if bool(packed) != bool(study.pack):  # its run folders are those of the way it started: kept
+            print(f"{out}: was started {'packed' if packed else 'unpacked'}, and resumes so", file=sys.stderr)
+            study.pack = packed
+            trials = plan_trials(study)
     elif out.is_dir() and any(out.iterdir()):
         raise StudyError(f"{out}: is not empty and holds no study; choose another --out")
     out.mkdir(parents=True, exist_ok=True)
-    plan.write_text(json.dumps({"study": study.to_json(), "trials": [asdict(t) for t in plan_trials(study)]}, indent=1))
+    plan.write_text(json.dumps({"study": study.to_json(), "trials": [asdict(t) for t in trials]}, indent=1))
 
 
 def init_ray(address: str | None, cpus: int | None) -> int:
@@ -96,6 +106,8 @@ def init_ray(address: str | None, cpus: int | None) -> int:
 
     import yahtzee_lightning
 
+    if address:
+        check_address(address)  # a short wait, not Ray's long retries on an address that does not answer
     checkout = str(Path(yahtzee_lightning.__file__).resolve().parents[1])
     path = os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH", "")) if p)
     env = {"PYTHONPATH": path, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -169,14 +181,23 @@ class ProgressCallback(tune.Callback):
         score = (trial.last_result or {}).get("final/mean_score")
         _PROGRESS.say(trial, f"done: final mean score {score:.1f}" if score is not None else "stopped", True)
 
+    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        _PROGRESS.say(trial, "lost (its process or node died): retried from its newest checkpoint")
+
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         _PROGRESS.say(trial, "FAILED (its run folder's error.txt says why; the other cells go on)", True)
 
 
-def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus: int) -> None:
-    """One Ray Tune experiment over ``trials``, restored if an earlier run of it was interrupted."""
+def trainable(study: Study, payloads: dict[str, dict[str, Any]]) -> Any:
+    """Ray Tune's trainable for these trials (by name), with the resources each asks for."""
     from .trial import run_trial
 
+    return tune.with_resources(tune.with_parameters(run_trial, trials=payloads), trial_resources(study.gpus_per_trial))
+
+
+def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus: int, retries: int = 0) -> None:
+    """One Ray Tune experiment over ``trials``, restored if an earlier run of it was interrupted;
+    a trial whose process dies is run again from its newest checkpoint up to ``retries`` times."""
     # Named for its trials too: a study file that gained cells starts a new experiment (its finished
     # trials report their final.json at once, its unfinished ones resume from their run folders)
     # rather than restoring one that lacks them.
@@ -184,22 +205,19 @@ def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus
     experiment = f"{name}-{digest}"
     path = out / "ray" / experiment
     scheduler_spec = study.ablations[name].scheduler if name != POOL else None
-    payloads = {
-        t.name: {"cell": asdict(study.cells[t.cell]), "seeds": t.seeds, "run_dir": str((out / t.run_dir).resolve())}
-        for t in trials
-    }
-    trainable = tune.with_resources(tune.with_parameters(run_trial, trials=payloads), {"cpu": 1})
+    payloads = _payloads(trials, study, out)
+    fn = trainable(study, payloads)
     callbacks = [ProgressCallback()]
     if tune.Tuner.can_restore(str(path)):
         print(f"resuming experiment {name} from {path}", file=sys.stderr)
-        tuner = tune.Tuner.restore(str(path), trainable, resume_unfinished=True, resume_errored=True)
+        tuner = tune.Tuner.restore(str(path), fn, resume_unfinished=True, resume_errored=True)
     else:
         space: dict[str, Any] = {"trial": tune.grid_search(list(payloads.values()))}
         if scheduler_spec and scheduler_spec["name"] == "pbt":
             space |= {k: tune.loguniform(lo, hi) for k, (lo, hi) in scheduler_spec["mutations"].items()}
         max_t = max(study.cells[t.cell].evaluations for t in trials) + 1
         tuner = tune.Tuner(
-            trainable,
+            fn,
             param_space=space,
             tune_config=tune.TuneConfig(
                 scheduler=_scheduler(scheduler_spec, max_t),
@@ -215,7 +233,7 @@ def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus
                 storage_path=str((out / "ray").resolve()),
                 verbose=0,
                 callbacks=callbacks,
-                failure_config=tune.FailureConfig(max_failures=0),
+                failure_config=tune.FailureConfig(max_failures=retries),
                 # PBT copies checkpoints between members: keep them all (they are small) rather than delete one in use.
                 checkpoint_config=tune.CheckpointConfig(num_to_keep=None if scheduler_spec else 2),
             ),
@@ -223,23 +241,40 @@ def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus
     tuner.fit()
 
 
+def _payloads(trials: list[Trial], study: Study, out: Path) -> dict[str, dict[str, Any]]:
+    """What each Ray trial trains, by its name: a cell's seeds, or a pack's members (its first cell's
+    config, each member with its seed and the settings it carries)."""
+    packs: dict[str, list[Trial]] = {}
+    payloads = {}
+    for t in trials:
+        if t.pack:
+            packs.setdefault(t.pack, []).append(t)
+            continue
+        payloads[t.name] = {
+            "cell": asdict(study.cells[t.cell]),
+            "seeds": t.seeds,
+            "run_dir": str(out / t.run_dir),
+            "gpus": study.gpus_per_trial,
+        }
+    for name, pack in packs.items():
+        members = ensemble_of(pack)
+        first = next(t for t in pack if 0 in (t.members or []))
+        cell = asdict(study.cells[first.cell])
+        seeds = [m["seed"] for m in members]
+        payloads[name] = {
+            "name": name,
+            "cell": cell,
+            "seeds": seeds,
+            "members": members,
+            "run_dir": str(out / first.run_dir),
+            "gpus": study.gpus_per_trial,
+        }
+    return payloads
+
+
 def _trial_name(trial: Any) -> str:
     t = trial.config["trial"]
-    return f"{t['cell']['id']}-s{'-'.join(map(str, t['seeds']))}"
-
-
-def machine() -> str:
-    """This machine in a few words, for the report: CPU, cores, GPU if any, torch."""
-    import torch
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()  # Linux: the CPU's model name
-        cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), cpu)
-    except OSError:
-        pass
-    gpu = f", {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ", no GPU"
-    return f"{cpu}, {os.cpu_count()} cores{gpu}, torch {torch.__version__}"
+    return t.get("name") or f"{t['cell']['id']}-s{'-'.join(map(str, t['seeds']))}"
 
 
 def log_session(out: Path, command: str | None, started: float, cpus: int, address: str | None, end: bool) -> None:
@@ -249,7 +284,7 @@ def log_session(out: Path, command: str | None, started: float, cpus: int, addre
         "command": command,
         "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started)),
         "wall_clock_s": round(time.time() - started, 1) if end else None,
-        "machine": machine() if address is None else f"Ray cluster at {address}",
+        "machine": describe_machine() if address is None else f"Ray cluster at {address}",
         "cpus": cpus,
     }
     path = out / SESSIONS
@@ -266,25 +301,35 @@ def run_study(
     cpus: int | None = None,
     force: bool = False,
     command: str | None = None,
+    retries: int | None = None,
 ) -> int:
     """Run (or resume) every trial of ``study`` into ``out``, then write its results table.
     Returns 0, or 1 when a cell failed (the others ran; ``results.csv`` says which and why).
-    ``command`` (the command line, for the report) is logged with the session's wall clock."""
+    ``command`` (the command line, for the report) is logged with the session's wall clock.
+    On a cluster (``address``) every node is checked first (:mod:`.cluster`), and a trial whose
+    process died (its node lost) is retried from its newest checkpoint ``retries`` times (default:
+    3 on a cluster, none locally)."""
     out = Path(out).resolve()  # Ray storage paths must be absolute (a relative one is read as a URI)
     prepare_folder(study, out, force)
     trials = plan_trials(study)
     cpus = init_ray(address, cpus)
+    if address:
+        nodes = check_nodes(out, sorted({cell.base for cell in study.cells.values()}))
+        print(f"cluster at {address}: {nodes} nodes checked", file=sys.stderr)
+    retries = (CLUSTER_RETRIES if address else 0) if retries is None else retries
     labels = _trial_labels(study)
     global _PROGRESS
-    _PROGRESS = Progress(len(trials), labels)
+    _PROGRESS = Progress(len({t.pack or t.name for t in trials}), labels)
+    runs = len({t.pack or t.name for t in trials})
     print(
-        f"study {study.name} (profile {study.profile}): {len(trials)} trials on {cpus} CPUs into {out}", file=sys.stderr
+        f"study {study.name} (profile {study.profile}): {len(trials)} trials as {runs} runs on {cpus} CPUs into {out}",
+        file=sys.stderr,
     )
     started = time.time()
     log_session(out, command, started, cpus, address, end=False)
     try:
         for experiment in dict.fromkeys(t.experiment for t in trials):
-            run_experiment(experiment, [t for t in trials if t.experiment == experiment], study, out, cpus)
+            run_experiment(experiment, [t for t in trials if t.experiment == experiment], study, out, cpus, retries)
     finally:
         log_session(out, command, started, cpus, address, end=True)
     table = write_table(out)
@@ -300,7 +345,12 @@ def run_study(
 def _trial_labels(study: Study) -> dict[str, str]:
     """Each trial name's labels in the first ablation that has its cell, for progress lines."""
     labels: dict[str, str] = {}
-    for trial in plan_trials(study):
+    trials = plan_trials(study)
+    for trial in trials:
+        if trial.pack:
+            cells = sum(t.pack == trial.pack for t in trials)
+            labels[trial.pack] = f"(packed: {cells} cells as one ensemble)"
+            continue
         for ab in study.ablations.values():
             if (ab.name if ab.scheduler else POOL) != trial.experiment:
                 continue

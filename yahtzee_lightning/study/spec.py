@@ -28,7 +28,8 @@ from typing import Any
 import yaml
 
 #: Every exhibit a study can ask for (report.py draws each): the single-turn task (S), the full
-#: game (F), the tables (T), per-agent profiles of play (P) and population-based training (B).
+#: game (F), the tables (T), per-agent profiles of play (P), population-based training (B) and the
+#: regret against the optimum by turn and by box (R).
 EXHIBIT_IDS = (
     *(f"S{i}" for i in range(1, 5)),
     *(f"F{i}" for i in range(1, 14)),
@@ -37,12 +38,25 @@ EXHIBIT_IDS = (
     *(f"P{i}" for i in range(1, 5)),
     "B1",
     "B2",
+    "R1",
 )
 SCHEDULERS = ("asha", "pbt")
 SEEDS_AS = ("auto", "runs", "members")
-TOP_KEYS = {"name", "description", "base", "seeds", "set", "profiles", "ablations", "exhibits", "seeds_as"}
+TOP_KEYS = {
+    "name",
+    "description",
+    "base",
+    "seeds",
+    "set",
+    "profiles",
+    "ablations",
+    "exhibits",
+    "seeds_as",
+    "gpus_per_trial",
+    "pack",
+}
 ABLATION_KEYS = {"base", "set", "seeds", "axes", "scheduler"}
-PROFILE_KEYS = {"base", "set", "seeds", "axes"}
+PROFILE_KEYS = {"base", "set", "seeds", "axes", "gpus_per_trial"}
 SCHEDULER_KEYS = {"name", "metric", "mode", "grace_period", "reduction_factor", "perturbation_interval", "mutations"}
 
 
@@ -64,6 +78,7 @@ class Cell:
     eval_games: int = 0
     final_eval_games: int = 0
     accepts_ensemble: bool = False
+    gae_lambda: float | None = None  # the advantage's lambda (None: the algorithm has none), for legends
 
 
 @dataclass
@@ -86,9 +101,11 @@ class Study:
     profile: str
     description: str
     seeds_as: str
+    pack: bool | list[str] = True  # packing.py: cells that can share an ensemble run as one trial
     cells: dict[str, Cell] = field(default_factory=dict)
     ablations: dict[str, Ablation] = field(default_factory=dict)
     exhibits: dict[str, list[str]] = field(default_factory=dict)
+    gpus_per_trial: float = 0.0  # the share of one GPU each trial asks Ray for (0: CPU only)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -274,8 +291,9 @@ def _accepts_ensemble(class_path: str) -> bool:
     return any("ensemble" in inspect.signature(c.__init__).parameters for c in cls.__mro__ if "__init__" in vars(c))
 
 
-def load_study(path: str | Path, profile: str | None = None) -> Study:
-    """Read, expand and check a study file for ``profile`` (default: its first profile)."""
+def load_study(path: str | Path, profile: str | None = None, gpus_per_trial: float | None = None) -> Study:
+    """Read, expand and check a study file for ``profile`` (default: its first profile);
+    ``gpus_per_trial`` (the command line's) replaces the file's."""
     path = Path(path)
     reader = _Reader(path)
     try:
@@ -306,7 +324,13 @@ def load_study(path: str | Path, profile: str | None = None) -> Study:
     ablations_raw = reader.mapping(raw.get("ablations"), "ablations")
     if not ablations_raw:
         reader.fail("ablations", "name at least one ablation")
-    study = Study(raw["name"], str(path), profile, str(raw.get("description", "")), seeds_as)
+    study = Study(raw["name"], str(path), profile, str(raw.get("description", "")), seeds_as, raw.get("pack", True))
+    gpus_key = f"profiles.{profile}.gpus_per_trial" if "gpus_per_trial" in prof else "gpus_per_trial"
+    gpus = prof.get("gpus_per_trial", raw.get("gpus_per_trial", 0)) if gpus_per_trial is None else gpus_per_trial
+    if isinstance(gpus, bool) or not isinstance(gpus, (int, float)) or not 0 <= gpus <= 1:
+        where = gpus_key if gpus_per_trial is None else "--gpus-per-trial"
+        reader.fail(where, f"must be a number from 0 to 1 (the share of one GPU a trial asks for), got {gpus!r}")
+    study.gpus_per_trial = float(gpus)
     parsed: dict[str, Any] = {}
     for name, ab_raw in ablations_raw.items():
         key = f"ablations.{name}"
@@ -372,6 +396,7 @@ def _cell(cid: str, base: Path, overrides: dict[str, Any], config: Any) -> Cell:
         eval_games=int(get("eval_games")),
         final_eval_games=int(get("final_eval_games")),
         accepts_ensemble=_accepts_ensemble(class_path),
+        gae_lambda=None if get("gae_lambda", None) is None else float(get("gae_lambda")),
     )
 
 

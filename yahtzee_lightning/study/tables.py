@@ -1,8 +1,10 @@
 """The report's tables (Markdown): entropy regimes, the full-game summary, the score distribution and
-population-based training; each writes its file and returns its number of rows."""
+population-based training; each writes its file and returns its number of rows. A cell's number
+is its mean over seeds with the interval of ``stats`` in brackets (none with one seed)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -10,13 +12,17 @@ import pandas as pd
 from .context import (
     THRESHOLD_COLUMNS,
     Context,
+    Series,
     agents,
     label_of_cell,
     markdown_table,
-    plus_minus,
+    mean_and_interval,
     reference_columns,
     reference_rows,
 )
+
+FRESH = "fresh.json"  # T1's re-evaluations on fresh games, by member (cached in the study folder)
+FRESH_SEED = 15_485_863  # added to a member's seed: games that neither its evaluations nor its final one played
 
 
 def table_entropy(ctx: Context, ablations: list[str], path: Path) -> int:
@@ -26,62 +32,86 @@ def table_entropy(ctx: Context, ablations: list[str], path: Path) -> int:
         f = s.finals
         if f.empty:
             continue
-        pct = [plus_minus(f[c], 100) for c in ("upper_bonus_rate", "yahtzee_rate")]
-        rows.append(
-            [s.label, str(len(f)), plus_minus(f["mean_score"]), *pct, plus_minus(f.get("regret_per_game", pd.Series()))]
-        )
+        pct = [mean_and_interval(f[c], c) for c in ("upper_bonus_rate", "yahtzee_rate")]
+        regret = mean_and_interval(f.get("regret_per_game", pd.Series()), "regret_per_game")
+        rows.append([s.label, str(len(f)), mean_and_interval(f["mean_score"], "mean_score"), *pct, regret])
     rows += reference_rows(ctx, lambda r: [r["score"]["mean"], r["upper_bonus_rate"], r["yahtzee_rate"]])
     header = ["regime", "seeds", "mean score", "upper bonus %", "Yahtzee %", "regret per game"]
     path.write_text(markdown_table(header, rows))
     return len(rows)
 
 
+def fresh_scores(ctx: Context, s: Series) -> pd.DataFrame:
+    """Each member of a cell played again on fresh games (its seed + ``FRESH_SEED``, as many as its
+    final evaluation) from its run folder's last checkpoint: mean and median per seed. Empty where
+    the study folder holds no weights (a report's committed copy). Cached in ``OUT/fresh.json``."""
+    from ..evaluation import evaluate
+    from ..hub.cli import agent_from_checkpoint
+
+    path = ctx.out / FRESH
+    cache = json.loads(path.read_text()) if path.exists() else {}
+    games, rows = ctx.study.cells[s.cell].final_eval_games, []
+    for t in ctx.trials:
+        ckpt = ctx.out / t.run_dir / "checkpoints" / "last.ckpt"
+        if t.cell != s.cell or not (ctx.out / t.run_dir / "final.json").exists() or not ckpt.exists():
+            continue
+        for k, seed in enumerate(t.seeds):
+            key = f"{t.run_dir}#{seed}#{games}"
+            if key not in cache:
+                agent = agent_from_checkpoint(ckpt, str(k) if len(t.seeds) > 1 else None)
+                summary = evaluate(agent.player(), games, seed + FRESH_SEED, with_optimal=False, regret=False)
+                cache[key] = {"mean_score": summary["summary"]["score"]["mean"], "median": summary["summary"]["median"]}
+            rows.append({"seed": seed, **cache[key]})
+    if rows:
+        path.write_text(json.dumps(cache, indent=1))
+    return pd.DataFrame(rows, columns=["seed", "mean_score", "median"])
+
+
 def table_summary(ctx: Context, ablations: list[str], path: Path) -> int:
-    """T1: per agent (best cell of each algorithm) the budget, mean, SD, rates, share >= 250, regret."""
-    ref = ctx.reference
+    """T1: per agent (best cell of each algorithm, picked after the fact) the budget, mean and
+    median, both again on fresh games, SD, rates, share >= 250, regret."""
     rows = []
-    if ref:
-        o = ref["optimal"]
+    for name, r in reference_columns(ctx):
+        exact = f"{r['exact_expected_score']:.2f} (exact; {r['score']['mean']:.1f} here)" if name == "optimal" else ""
         rows.append(
             [
-                "optimal",
-                "exact",
-                f"{o['exact_expected_score']:.2f} (exact; {o['score']['mean']:.1f} here)",
-                f"{o['score']['sd']:.1f}",
-                f"{100 * o['upper_bonus_rate']:.1f}",
-                f"{100 * o['yahtzee_rate']:.1f}",
-                f"{100 * o['share_at_least_250']:.1f}",
-                "0",
-            ]
-        )
-        g = ref["greedy"]
-        rows.append(
-            [
-                "greedy",
+                name,
                 "-",
-                f"{g['score']['mean']:.1f}",
-                f"{g['score']['sd']:.1f}",
-                f"{100 * g['upper_bonus_rate']:.1f}",
-                f"{100 * g['yahtzee_rate']:.1f}",
-                f"{100 * g['share_at_least_250']:.1f}",
-                f"{g['regret']['per_game_mean']:.1f}",
+                "exact" if name == "optimal" else "-",
+                exact or f"{r['score']['mean']:.1f}",
+                f"{r['median']:.0f}" if "median" in r else "-",
+                "-",
+                "-",
+                f"{r['score']['sd']:.1f}",
+                f"{100 * r['upper_bonus_rate']:.1f}",
+                f"{100 * r['yahtzee_rate']:.1f}",
+                f"{100 * r['share_at_least_250']:.1f}",
+                "0" if name == "optimal" else f"{r['regret']['per_game_mean']:.1f}" if "regret" in r else "-",
             ]
         )
     for s in agents(ctx, ablations):
         f, cell = s.finals, ctx.study.cells[s.cell]
+        fresh = fresh_scores(ctx, s)
+        picked = f"best of {s.picked_from} cells, after the fact" if s.picked_from > 1 else "the only cell"
+        detail = label_of_cell(ctx, s)
         rows.append(
             [
-                f"{s.label} ({label_of_cell(ctx, s)})",
+                s.label if detail in s.label else f"{s.label} ({detail})",
+                picked,
                 f"{cell.total_games:,}",
-                plus_minus(f["mean_score"]),
-                plus_minus(f["sd"]),
-                plus_minus(f["upper_bonus_rate"], 100),
-                plus_minus(f["yahtzee_rate"], 100),
-                plus_minus(f["share_at_least_250"], 100),
-                plus_minus(f["regret_per_game"]),
+                mean_and_interval(f["mean_score"], "mean_score"),
+                mean_and_interval(f["median"], "median", 0),
+                mean_and_interval(fresh["mean_score"], "mean_score") if len(fresh) else "no weights",
+                mean_and_interval(fresh["median"], "median", 0) if len(fresh) else "no weights",
+                mean_and_interval(f["sd"], "sd"),
+                mean_and_interval(f["upper_bonus_rate"], "upper_bonus_rate"),
+                mean_and_interval(f["yahtzee_rate"], "yahtzee_rate"),
+                mean_and_interval(f["share_at_least_250"], "share_at_least_250"),
+                mean_and_interval(f["regret_per_game"], "regret_per_game"),
             ]
         )
-    header = ["agent", "training games", "mean", "SD", "upper bonus %", "Yahtzee %", "games >= 250 %", "regret/game"]
+    header = ["agent", "picked", "training games", "mean", "median", "mean, fresh games", "median, fresh games"]
+    header += ["SD", "upper bonus %", "Yahtzee %", "games >= 250 %", "regret/game"]
     path.write_text(markdown_table(header, rows))
     return len(rows)
 
@@ -92,7 +122,7 @@ def table_distribution(ctx: Context, ablations: list[str], path: Path) -> int:
     for name, summary in reference_columns(ctx):
         rows.append([name, *(f"{100 * summary['p_score_at_least'][n]:.2f}" for n in THRESHOLD_COLUMNS)])
     for s in agents(ctx, ablations):
-        rows.append([s.label, *(plus_minus(s.finals[f"p_ge_{n}"], 100, 2) for n in THRESHOLD_COLUMNS)])
+        rows.append([s.label, *(mean_and_interval(s.finals[f"p_ge_{n}"], f"p_ge_{n}", 2) for n in THRESHOLD_COLUMNS)])
     path.write_text(markdown_table(["agent", *(f"P(>= {n}) %" for n in THRESHOLD_COLUMNS)], rows))
     return len(rows)
 
@@ -111,8 +141,17 @@ def table_population(ctx: Context, ablations: list[str], path: Path) -> int:
                 rows.append(
                     [f"{name}: best member (seed {int(best['seed'])})", "1", f"{best['mean_score']:.1f}", settings]
                 )
-                rows.append([f"{name}: population mean", str(len(f)), plus_minus(f["mean_score"]), ""])
+                rows.append(
+                    [f"{name}: population mean", str(len(f)), mean_and_interval(f["mean_score"], "mean_score"), ""]
+                )
             else:
-                rows.append([f"{name}: fixed settings ({s.label})", str(len(f)), plus_minus(f["mean_score"]), ""])
+                rows.append(
+                    [
+                        f"{name}: fixed settings ({s.label})",
+                        str(len(f)),
+                        mean_and_interval(f["mean_score"], "mean_score"),
+                        "",
+                    ]
+                )
     path.write_text(markdown_table(["who", "members", "final mean score", "evolved settings (the best's last)"], rows))
     return len(rows)

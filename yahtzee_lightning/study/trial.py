@@ -26,6 +26,7 @@ import torch
 import yaml
 from lightning.pytorch.loggers import Logger
 
+from .cluster import on_gpu, where
 from .spec import Cell, compose
 
 HISTORY, FINAL, ERROR, LOG = "history.jsonl", "final.json", "error.txt", "fit.log"
@@ -59,7 +60,7 @@ class StudyRecorder(L.Callback):
         if trainer.sanity_checking or not trainer.is_global_zero:
             return
         settings = {f"setting/{k}": v for k, v in self.settings.items()}
-        rows = [row | settings for row in evaluation_rows(trainer, pl_module)]
+        rows = [row | settings | where() for row in evaluation_rows(trainer, pl_module)]
         with open(self.run_dir / HISTORY, "a") as f:
             f.writelines(json.dumps(row) + "\n" for row in rows)
         if in_tune_session():
@@ -132,13 +133,24 @@ def evaluation_rows(trainer: L.Trainer, module: L.LightningModule) -> list[dict[
     return rows
 
 
-def trial_config(cell: Cell, seeds: list[int], run_dir: Path, settings: dict[str, Any]) -> dict[str, Any]:
-    """The cell's fit config for its seed (several: ensemble members), logging and checkpointing into ``run_dir``."""
+def trial_config(
+    cell: Cell,
+    seeds: list[int],
+    run_dir: Path,
+    settings: dict[str, Any],
+    members: list[dict[str, Any]] | None = None,
+    gpus: float = 0,
+) -> dict[str, Any]:
+    """The cell's fit config for its seed (several: ensemble members), logging and checkpointing into
+    ``run_dir``; ``members``: a pack's ensemble (each member's seed and the settings it carries); on
+    the GPU Ray gave the trial where it asked for a share of one (``gpus`` > 0)."""
     config = compose(Path(cell.base).read_text(), {**cell.overrides, **settings})
     config["seed_everything"] = seeds[0]
     init_args = config.setdefault("model", {}).setdefault("init_args", {})
     init_args["seed"] = seeds[0]
-    if len(seeds) > 1:  # the ensemble seam (runner.seeds_per_trial): one member per seed
+    if members:  # a pack (packing.py): its cells' members
+        init_args["ensemble"] = members
+    elif len(seeds) > 1:  # the ensemble seam (runner.seeds_per_trial): one member per seed
         init_args["ensemble"] = [{"seed": s} for s in seeds]
     trainer = config.setdefault("trainer", {})
     trainer["default_root_dir"] = str(run_dir)
@@ -165,7 +177,7 @@ def trial_config(cell: Cell, seeds: list[int], run_dir: Path, settings: dict[str
     loggers = trainer.get("logger")
     loggers = [] if loggers in (None, False, True) else loggers if isinstance(loggers, list) else [loggers]
     trainer["logger"] = [*loggers, {"class_path": f"{__name__}.LatestMetrics"}]
-    return config
+    return on_gpu(config) if gpus > 0 else config
 
 
 def retune(src: Path, dst: Path, settings: dict[str, Any]) -> None:
@@ -270,7 +282,8 @@ def run_trial(config: dict[str, Any], trials: dict[str, dict[str, Any]] | None =
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / ERROR).unlink(missing_ok=True)
     config_path = run_dir / "config.yaml"
-    config_path.write_text(yaml.safe_dump(trial_config(cell, seeds, run_dir, settings), sort_keys=False))
+    config = trial_config(cell, seeds, run_dir, settings, trial.get("members"), gpus=trial.get("gpus", 0))
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     ckpt = resume_point(run_dir, tune.get_checkpoint(), settings)
     args = ["fit", "--config", str(config_path), *(["--ckpt_path", ckpt] if ckpt else [])]
     with open(run_dir / LOG, "a") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
@@ -288,6 +301,6 @@ def run_trial(config: dict[str, Any], trials: dict[str, dict[str, Any]] | None =
                 run_dir / ERROR, f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e) else ''}\n"
             )
             raise
-    record = final_record(cli.model, cell.id, seeds[0], settings)
+    record = final_record(cli.model, cell.id, seeds[0], settings) | where()  # the node it finished on
     write_atomically(run_dir / FINAL, json.dumps(record))
     tune.report(final_metrics(record))

@@ -1,0 +1,99 @@
+"""Packing: cells that differ only in what an ensemble member may carry run as one trial, with the
+numbers they would have had in trials of their own; a study folder copied elsewhere resumes."""
+
+import json
+import shutil
+import subprocess
+
+import pandas as pd
+import pytest
+import yaml
+from test_smoke_study import ROOT, SMOKE, _study
+
+from yahtzee_lightning.study.runner import plan_trials, prepare_folder
+from yahtzee_lightning.study.spec import StudyError, load_study
+
+TINY = {**yaml.safe_load(SMOKE.read_text())["profiles"]["smoke"]["set"], "model.init_args.final_eval_games": 40}
+STUDY = {
+    "name": "packing",
+    "base": str(ROOT / "conf" / "a2c_cpu.yaml"),
+    "seeds": [0, 1],
+    "profiles": {"smoke": {"set": TINY}},
+    "ablations": {
+        "lr": {"axes": {"model.init_args.lr": [0.002, 0.004]}},  # with td0: one pack of three cells
+        "td0": {"set": {"model.init_args.gae_lambda": 0.0}},
+        "width": {"axes": {"model.init_args.d_h": [8]}},  # another shape: a trial of its own
+    },
+    "exhibits": {"F2": "all"},
+}
+KEEP = ["cell", "seed", "stage", "epoch", "games", "mean_score", "median", "regret_per_game", "single_turn_score"]
+
+
+def _write(tmp_path, study: dict) -> str:
+    path = tmp_path / f"{study['name']}.yaml"
+    path.write_text(yaml.safe_dump(study))
+    return str(path)
+
+
+def _run(path: str, out, *flags: str) -> None:
+    run = _study("run", path, "--out", str(out), "--cpus", "2", *flags, stderr=subprocess.PIPE)
+    _, err = run.communicate(timeout=600)
+    assert run.returncode == 0, err[-3000:]
+
+
+def _numbers(out) -> pd.DataFrame:
+    table = pd.read_csv(out / "results.csv")
+    return table[[c for c in KEEP if c in table]].sort_values(["cell", "seed", "stage", "games"]).reset_index(drop=True)
+
+
+def test_a_packed_study_has_the_numbers_of_an_unpacked_one_and_a_copied_folder_resumes(tmp_path, default_table):
+    path = _write(tmp_path, STUDY)
+    trials = plan_trials(load_study(path))
+    packs = {t.pack for t in trials}
+    assert len(trials) == 4 and len(packs - {None}) == 1 and None in packs  # three cells packed, d_h 8 apart
+
+    packed, unpacked = tmp_path / "packed", tmp_path / "unpacked"
+    _run(path, packed)
+    _run(path, unpacked, "--no-pack")
+    assert len(list(packed.glob("runs/*/*/final.json"))) == 2 and len(list(unpacked.glob("runs/*/*/final.json"))) == 4
+    a, b = _numbers(packed), _numbers(unpacked)
+    assert len(a) == len(b) == 4 * 2 * 3 and set(a["stage"]) == {"eval", "final"}  # 2 evaluations + final a member
+    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=0, atol=1e-6)
+    assert a.loc[a["stage"] == "final", "mean_score"].nunique() > 4  # the members are not copies of each other
+
+    # The folder moved to another machine (another absolute path): every finished cell is skipped.
+    moved = tmp_path / "elsewhere" / "packed"
+    shutil.copytree(packed, moved)
+    finals = {p.relative_to(moved): p.read_text() for p in moved.glob("runs/*/*/final.json")}
+    logs = {p.relative_to(moved): p.read_text() for p in moved.glob("runs/*/*/fit.log")}
+    _run(path, moved)
+    assert {p.relative_to(moved): p.read_text() for p in moved.glob("runs/*/*/final.json")} == finals
+    assert {p.relative_to(moved): p.read_text() for p in moved.glob("runs/*/*/fit.log")} == logs  # nothing trained
+    pd.testing.assert_frame_equal(_numbers(moved), a)
+
+
+def test_a_required_pack_of_cells_of_different_shapes_is_refused_naming_the_cell(tmp_path):
+    study = {
+        **STUDY,
+        "pack": ["width_and_lr"],
+        "ablations": {"width_and_lr": {"axes": {"model.init_args.d_h": [8, 16]}}},
+    }
+    path = _write(tmp_path, study)
+    with pytest.raises(StudyError, match=r"pack: ablation 'width_and_lr': cell c\w+ \(model.init_args.d_h=16\) cannot"):
+        plan_trials(load_study(path))
+    run = _study("run", path, "--out", str(tmp_path / "out"), stderr=subprocess.PIPE)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 2 and "model.init_args.d_h is 16 there, 8 in the others" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out" / "runs").exists()
+
+
+def test_a_folder_resumes_packed_or_not_as_it_was_started(tmp_path, capsys):
+    path = _write(tmp_path, {**STUDY, "ablations": {"lr": STUDY["ablations"]["lr"]}})
+    study = load_study(path)
+    prepare_folder(study, tmp_path / "out", force=False)
+    planned = json.loads((tmp_path / "out" / "study.json").read_text())
+    assert planned["study"]["pack"] is True and all(t["pack"] for t in planned["trials"])
+    study.pack = False  # `study run --no-pack` on a folder started packed
+    prepare_folder(study, tmp_path / "out", force=False)
+    assert study.pack is True and "was started packed, and resumes so" in capsys.readouterr().err
+    assert json.loads((tmp_path / "out" / "study.json").read_text()) == planned

@@ -1,0 +1,120 @@
+"""What each part of :class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm` reads of the module it is part of.
+
+The base class is composed of parts (``settings.py``, ``collection.py``, ``policy_gradient.py``,
+``diagnosis.py``, ``evaluation.py``, ``ensemble.py``), each a mixin that works on ``self``. What a
+part uses of ``self`` beyond its own methods (Lightning's attributes, the base's state, another
+part's methods) is listed here, once, as a ``Protocol`` named after the part: a reader of one part
+sees what it needs from the others without reading them, and no part imports the base (which
+imports every part). ``tests/algorithms/test_host.py`` reads each part's source and checks its
+list: everything it uses is listed, nothing listed goes unused, and the base has all of it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import lightning as L
+import torch
+from lightning.fabric.utilities.data import AttributeDict
+from tensordict import TensorDictBase
+
+from ..game import Rules
+from ..solver import TurnOracle
+
+
+class Part(Protocol):
+    """What every part reads: the settings (one member's, in an ensemble) and the network they train."""
+
+    hparams: AttributeDict
+    net: torch.nn.Module
+
+
+class SettingsHost(Part, Protocol):
+    """:class:`~.settings.Settings`: the budget reads the trainer (its world size) and the progress."""
+
+    _trainer: L.Trainer | None
+    trainer: L.Trainer
+    updates_done: torch.Tensor
+
+
+class CollectionHost(Part, Protocol):
+    """:class:`~.collection.Collection` and its loader of updates: the env is built on the module's
+    device and rank, against the evaluation's opponent; the budget comes from the settings."""
+
+    device: torch.device
+    global_rank: int
+    rules: Rules
+    updates_done: torch.Tensor
+    _players: Any  # collection's env and policy (``collection._Players``), None until first used
+    last_batch: TensorDictBase | None
+    _trainer: L.Trainer | None
+    trainer: L.Trainer
+
+    @property
+    def total_updates(self) -> int: ...
+
+    @property
+    def updates_per_epoch(self) -> int: ...
+
+    def opponent(self) -> Any: ...
+
+
+class PolicyGradientHost(Part, Protocol):
+    """:class:`~.policy_gradient.PolicyGradient`: a loss steps through the base's optimiser step."""
+
+    def step_optimizer(self, loss: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+
+class DiagnosisHost(Part, Protocol):
+    """:class:`~.diagnosis.Diagnosis`: the oracle is built once per module, for its rules and device."""
+
+    device: torch.device
+    rules: Rules
+    _oracles: dict[str, TurnOracle]
+
+
+class EvaluationHost(Part, Protocol):
+    """:class:`~.evaluation.Evaluation`: evaluations log through Lightning and score with the oracle."""
+
+    device: torch.device
+    global_rank: int
+    rules: Rules
+    updates_done: torch.Tensor
+    final_evaluation: Any  # the final evaluation's summary (a list of them in an ensemble), or None
+
+    @property
+    def world_size(self) -> int: ...
+
+    def make_oracle(self, teacher: str = "auto") -> TurnOracle: ...
+
+    def log(self, name: str, value: Any, *args: Any, **kwargs: Any) -> None: ...
+
+    def log_dict(self, dictionary: Any, *args: Any, **kwargs: Any) -> None: ...
+
+
+class EnsembleHost(Part, Protocol):
+    """:class:`~.ensemble.Ensemble`: it builds, plays and logs each member with the single run's own
+    methods, swapping the member's network and settings (Lightning's ``_hparams``) in and out."""
+
+    _hparams: AttributeDict
+    _trainer: L.Trainer | None
+    trainer: L.Trainer
+    global_rank: int
+    updates_done: torch.Tensor
+    _players: Any
+    final_evaluation: Any
+
+    @property
+    def world_size(self) -> int: ...
+
+    def validate_settings(self) -> None: ...
+
+    def build_network(self) -> torch.nn.Module: ...
+
+    def collection_policy(self) -> Any: ...
+
+    def env_seed(self, seed: int) -> int: ...
+
+    def make_env(self, num_envs: int, seed: int | list[int]) -> Any: ...
+
+    def log_dict(self, dictionary: Any, *args: Any, **kwargs: Any) -> None: ...

@@ -1,0 +1,77 @@
+"""The machine a measurement or a run happened on, described in one place.
+
+Benchmark results (``benchmarks/_common.py``), a study's sessions (``study/runner.py``) and a model
+card's hardware line (``hub/cli.py``) all describe the machine with :func:`machine` (in words:
+:func:`describe_machine`), so that a number can be compared with another knowing both came from
+machines described the same way. torch is imported when asked, not when this module is.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+#: The libraries whose versions change what a run does or how fast.
+LIBRARIES = ("torch", "lightning", "torchrl", "tensordict", "yahtzee_lightning")
+
+
+def _processor() -> str:
+    """The processor's model name (Linux: ``/proc/cpuinfo``), else what ``platform`` knows."""
+    fallback = platform.processor() or platform.machine() or "unknown processor"
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return fallback
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), fallback)
+
+
+def _memory_gib() -> float | None:
+    """The machine's memory in GiB (None where the system does not say)."""
+    try:
+        return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _version(library: str) -> str | None:
+    try:
+        return metadata.version(library)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def machine() -> dict[str, Any]:
+    """This machine: ``processor``, ``cores`` (logical), ``memory_gib``, ``accelerator`` (the GPU(s),
+    or None) and ``versions`` of Python and the libraries that train and measure."""
+    import torch
+
+    accelerator = None
+    if torch.cuda.is_available():
+        count = torch.cuda.device_count()
+        accelerator = f"{count} x {torch.cuda.get_device_name(0)}" if count > 1 else torch.cuda.get_device_name(0)
+    elif torch.backends.mps.is_available():
+        accelerator = "Apple MPS"
+    versions = {"python": platform.python_version(), **{lib: _version(lib) for lib in LIBRARIES}}
+    versions["torch"] = torch.__version__  # the imported one (a local build may not be the installed one)
+    return {
+        "processor": _processor(),
+        "cores": os.cpu_count(),
+        "memory_gib": _memory_gib(),
+        "accelerator": accelerator,
+        "os": f"{platform.system()} {platform.release()}".strip() or sys.platform,
+        "versions": versions,
+    }
+
+
+def describe_machine(info: dict[str, Any] | None = None) -> str:
+    """:func:`machine` (or ``info``, a description it gave) in words, for a card or a report:
+    ``"AMD EPYC 7B13, 2 cores, 7.8 GiB, no GPU; Python 3.11.7, torch 2.13.0, ..."``."""
+    info = machine() if info is None else info
+    memory = f", {info['memory_gib']} GiB" if info.get("memory_gib") is not None else ""
+    hardware = f"{info['processor']}, {info['cores']} cores{memory}, {info['accelerator'] or 'no GPU'}"
+    versions = ", ".join(f"{'Python' if k == 'python' else k} {v}" for k, v in info["versions"].items() if v)
+    return f"{hardware}; {versions}"
