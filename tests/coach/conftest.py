@@ -13,15 +13,33 @@ from yahtzee_lightning.solver import load_or_solve
 SMALL = Rules(boxes=(0, 5, 8, 11, 12))
 
 
-@pytest.fixture
-def server():
-    """Games of the reduced rules against the greedy player; yields the running server."""
+def make_server() -> CoachServer:
+    """Games of the reduced rules against the greedy player, listening but not yet answering."""
     table = load_or_solve(SMALL, progress=False)
     opponent = GreedyPlayer(SMALL)
-    srv = CoachServer(lambda seed: CoachedGame(SMALL, table, opponent, seed=seed), port=0)
+    return CoachServer(lambda seed: CoachedGame(SMALL, table, opponent, seed=seed), port=0)
+
+
+@pytest.fixture
+def idle_server():
+    """A server that answers only once the test calls ``serve()`` on it."""
+    srv = make_server()
+    yield from _serving(srv, start=False)
+
+
+@pytest.fixture
+def server():
+    """The running server."""
+    yield from _serving(make_server(), start=True)
+
+
+def _serving(srv: CoachServer, start: bool):
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
+    srv.serve = thread.start
+    if start:
+        thread.start()
     yield srv
-    srv.shutdown()
+    if thread.ident is not None:  # started
+        srv.shutdown()
+        thread.join(timeout=5)
     srv.server_close()
-    thread.join(timeout=5)

@@ -15,17 +15,25 @@ API (JSON in, JSON out; a bad request is ``400 {"error": "..."}``):
 A view is the game (:meth:`CoachedGame.to_json`) plus ``id``, ``advice`` (the ranked choices),
 ``lines`` (the verdicts on the decisions just made, in words), ``decisions`` (the same as data:
 position, chosen and best choice, regret) and, once over, ``summary``.
+
+Only the page it serves may drive it: a request whose ``Host`` (or ``Origin``) is not the
+server's own address is refused (403), so a web page elsewhere cannot reach it by DNS rebinding.
+Bodies are small JSON objects: a longer one is refused before it is read (413), a bad
+``Content-Length`` (400), deep nesting (400), a body that stops arriving (408). A fixed pool of
+worker threads answers, and the listen backlog holds a burst of connections until one is free.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from importlib.resources import files
 from typing import Any
 from uuid import uuid4
@@ -36,6 +44,12 @@ from .game import CoachedGame, Decision, summary, verdict
 
 MAX_GAMES = 64  # the oldest game is dropped past this many
 HOST = "127.0.0.1"
+MAX_BODY = 16 * 1024  # bytes; the API's bodies are a few dozen
+MAX_DEPTH = 4  # JSON nesting: an object holding a list is 2
+READ_TIMEOUT = 10.0  # seconds a connection may stay silent while its request is read
+WORKERS = 16  # threads answering requests; waiting connections queue in the backlog
+BACKLOG = 512  # connections the kernel holds until a worker is free
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
 
 
 class ApiError(Exception):
@@ -53,20 +67,73 @@ def hold_pattern(hold: Any) -> int:
     return sum(1 << i for i in hold)
 
 
-class CoachServer(ThreadingHTTPServer):
+def json_depth(body: bytes) -> int:
+    """How deeply ``body``'s arrays and objects nest, counted before parsing: a parser recurses."""
+    depth = deepest = 0
+    for c in _STRINGS.sub(b"", body):
+        if c in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in b"]}":
+            depth -= 1
+    return deepest
+
+
+def body_length(values: list[str]) -> int:
+    """The request's ``Content-Length`` (0 when absent), or a 400 that says what is wrong with it."""
+    if len(set(values)) > 1:
+        raise ApiError(HTTPStatus.BAD_REQUEST, f"conflicting Content-Length headers {values}")
+    if not values:
+        return 0
+    if not re.fullmatch(r"\d{1,18}", values[0].strip()):
+        raise ApiError(HTTPStatus.BAD_REQUEST, f"Content-Length must be a byte count, got {values[0][:40]!r}")
+    return int(values[0])
+
+
+class CoachServer(HTTPServer):
     """The page and the API; ``new_game(seed)`` makes a :class:`CoachedGame`. ``port=0`` picks a free port."""
 
-    daemon_threads = True
+    request_queue_size = BACKLOG
 
     def __init__(self, new_game: Callable[[int | None], CoachedGame], port: int = 8000) -> None:
         super().__init__((HOST, port), _Handler)
         self.new_game = new_game
         self.games: OrderedDict[str, CoachedGame] = OrderedDict()
         self.lock = threading.Lock()  # one request at a time touches games and the oracle
+        self.read_timeout = READ_TIMEOUT
+        self.pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="coach")
+        self.free = threading.BoundedSemaphore(WORKERS + BACKLOG)  # accepted connections not yet closed
 
     @property
     def url(self) -> str:
         return f"http://{HOST}:{self.server_address[1]}/"
+
+    @property
+    def hosts(self) -> set[str]:
+        """The ``Host`` values of the page's own requests: the address served, by number or as localhost."""
+        port = self.server_address[1]
+        return {f"{HOST}:{port}", f"localhost:{port}"}
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Hand the connection to the pool; past its queue, leave the rest to the backlog."""
+        self.free.acquire()
+        self.pool.submit(self._process, request, client_address)
+
+    def _process(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
+            self.free.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Quiet: a client that hangs up mid-reply is the client's business."""
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
     def view(self, game_id: str, made: list[Decision] | None = None) -> dict[str, Any]:
         game = self.games[game_id]
@@ -124,38 +191,79 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, status: HTTPStatus, obj: Any) -> None:
         self._send(status, json.dumps(obj).encode(), "application/json")
 
+    def setup(self) -> None:
+        self.timeout = self.server.read_timeout  # per read: a silent client is given up
+        super().setup()
+
+    def _refuse(self, status: HTTPStatus, message: str) -> None:
+        self.close_connection = True  # an unread body must not be taken for the next request
+        self._json(status, {"error": message})
+
+    def _check_origin(self) -> None:
+        """Only the page's own requests: the Host is the address served, and so is the Origin if sent."""
+        hosts = self.server.hosts
+        host = self.headers.get("Host")
+        if host not in hosts:
+            raise ApiError(HTTPStatus.FORBIDDEN, f"Host {host!r} is not this server's address {self.server.url}")
+        origin = self.headers.get("Origin")
+        if origin is not None and origin.removeprefix("http://") not in hosts:
+            raise ApiError(HTTPStatus.FORBIDDEN, f"Origin {origin!r} is not this server's page {self.server.url}")
+
+    def _body(self) -> dict[str, Any]:
+        """The request's JSON object (``{}`` without a body), read only when it is small enough."""
+        if self.headers.get("Transfer-Encoding"):
+            raise ApiError(HTTPStatus.BAD_REQUEST, "Transfer-Encoding is not supported: send a Content-Length")
+        length = body_length(self.headers.get_all("Content-Length") or [])
+        if length > MAX_BODY:
+            raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"the body must be at most {MAX_BODY} bytes")
+        try:
+            raw = self.rfile.read(length) if length else b""
+        except TimeoutError:
+            raw = b""
+        if len(raw) < length:  # the client went silent (or away) before sending all it announced
+            wait = self.server.read_timeout
+            raise ApiError(
+                HTTPStatus.REQUEST_TIMEOUT, f"the body did not arrive: {length} bytes announced ({wait:g} s)"
+            )
+        if json_depth(raw) > MAX_DEPTH:
+            raise ValueError(f"the request body is nested deeper than {MAX_DEPTH} levels")
+        try:
+            body = json.loads(raw) if raw else {}
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ValueError(f"the request body is not JSON: {e}") from None
+        if not isinstance(body, dict):
+            raise ValueError("the request body must be a JSON object")
+        return body
+
     def _api(self, method: str) -> None:
         try:
-            body: Any = {}
-            length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                try:
-                    body = json.loads(self.rfile.read(length))
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"the request body is not JSON: {e}") from None
-            if not isinstance(body, dict):
-                raise ValueError("the request body must be a JSON object")
+            body = self._body()
             with self.server.lock:
                 out = self.server.handle_api(method, self.path.split("?")[0], body)
         except ApiError as e:
-            self._json(e.status, {"error": str(e)})
+            self._refuse(e.status, str(e))
         except ValueError as e:
-            self._json(HTTPStatus.BAD_REQUEST, {"error": str(e)})
+            self._refuse(HTTPStatus.BAD_REQUEST, str(e))
         else:
             self._json(HTTPStatus.OK, out)
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+    def _route(self, method: str) -> None:
         path = self.path.split("?")[0]
-        if path in ("/", "/index.html"):
-            page = files(__package__).joinpath("static", "index.html").read_bytes()
-            self._send(HTTPStatus.OK, page, "text/html; charset=utf-8")
-        elif path.startswith("/api/"):
-            self._api("GET")
+        try:
+            self._check_origin()
+        except ApiError as e:
+            self._refuse(e.status, str(e))
         else:
-            self._json(HTTPStatus.NOT_FOUND, {"error": f"no page {path}"})
+            if method == "GET" and path in ("/", "/index.html"):
+                page = files(__package__).joinpath("static", "index.html").read_bytes()
+                self._send(HTTPStatus.OK, page, "text/html; charset=utf-8")
+            elif path.startswith("/api/"):
+                self._api(method)
+            else:
+                self._refuse(HTTPStatus.NOT_FOUND, f"no page {path}")
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        self._route("GET")
 
     def do_POST(self) -> None:  # noqa: N802
-        if self.path.startswith("/api/"):
-            self._api("POST")
-        else:
-            self._json(HTTPStatus.NOT_FOUND, {"error": f"no page {self.path}"})
+        self._route("POST")

@@ -1,0 +1,115 @@
+"""serve under hostile or heavy input: every bad request gets its status, and the server plays on."""
+
+import json
+import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from yahtzee_lightning.coach.server import MAX_BODY
+
+
+def raw(server, request: bytes, timeout: float = 10.0) -> tuple[int, dict]:
+    """Send bytes as they are; the status and JSON body of the reply (0, {} if the server hung up)."""
+    with socket.create_connection(server.server_address, timeout=timeout) as s:
+        s.sendall(request)
+        reply = b""
+        try:
+            while chunk := s.recv(65536):
+                reply += chunk
+        except ConnectionResetError:
+            pass
+    if not reply:
+        return 0, {}
+    head, _, body = reply.partition(b"\r\n\r\n")
+    return int(head.split()[1]), (json.loads(body) if body.startswith(b"{") else {})
+
+
+def post(server, body: bytes, headers: dict[str, str] | None = None, path: str = "/api/new") -> bytes:
+    host = f"127.0.0.1:{server.server_address[1]}"
+    headers = {"Host": host, "Content-Length": str(len(body)), **(headers or {})}
+    lines = [f"POST {path} HTTP/1.1", *(f"{k}: {v}" for k, v in headers.items() if v is not None)]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def play_a_game(server) -> None:
+    """A normal game through the API, each choice the best advice, to the end."""
+    status, g = raw(server, post(server, b'{"seed": 3}'))
+    assert status == 200
+    while not g["over"]:
+        best = g["advice"][0]
+        if best["kind"] == "keep":
+            route, body = "keep", {"hold": [i for i in range(5) if (best["action"] >> i) & 1]}
+        else:
+            route, body = "score", {"box": best["label"]}
+        status, g = raw(server, post(server, json.dumps(body).encode(), path=f"/api/game/{g['id']}/{route}"))
+        assert status == 200, g
+
+
+def test_hostile_requests_get_their_status_and_the_server_plays_on(server):
+    server.read_timeout = 0.5  # a stalled body is given up after this long
+    port = server.server_address[1]
+    deep = b"[" * 5000 + b"]" * 5000
+    cases = [
+        (post(server, deep), 400, "nested"),
+        (post(server, b'{"seed": ' + b"[" * 40 + b"]" * 40 + b"}"), 400, "nested"),
+        (post(server, b"", {"Content-Length": str(10**9)}), 413, f"at most {MAX_BODY} bytes"),
+        (post(server, b"x" * (MAX_BODY + 1)), 413, "at most"),
+        (post(server, b"{}", {"Content-Length": "-1"}), 400, "Content-Length"),
+        (post(server, b"{}", {"Content-Length": "9" * 20}), 400, "Content-Length"),
+        (post(server, b"{}", {"Content-Length": "two"}), 400, "Content-Length"),
+        (post(server, b"{}", {"Transfer-Encoding": "chunked"}), 400, "Transfer-Encoding"),
+        (post(server, b"{}", {"Host": "evil.example"}), 403, "Host"),
+        (post(server, b"{}", {"Host": f"evil.example:{port}"}), 403, "Host"),
+        (post(server, b"{}", {"Host": None}), 403, "Host"),
+        (post(server, b"{}", {"Origin": "http://evil.example"}), 403, "Origin"),
+        (f"GET / HTTP/1.1\r\nHost: evil.example:{port}\r\n\r\n".encode(), 403, "Host"),
+        (post(server, b"{}", {"Content-Length": "10"}), 408, "did not arrive"),  # 2 bytes of 10, then silence
+    ]
+    for request, code, why in cases:
+        status, out = raw(server, request)
+        assert status == code and why in out.get("error", ""), (request[:80], status, out)
+    # The page's own requests pass: the address it serves, by number or as localhost, from its own origin.
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}"):
+        status, _ = raw(server, post(server, b"{}", {"Host": host, "Origin": f"http://{host}"}))
+        assert status == 200
+    play_a_game(server)
+
+
+def test_a_burst_of_200_connections_waits_in_the_backlog_until_answered(idle_server):
+    """200 connections made while the server is not yet accepting: the listen backlog holds them all."""
+    host = f"127.0.0.1:{idle_server.server_address[1]}"
+    page = f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+    socks = []
+    try:
+        for _ in range(200):  # a backlog too short leaves a connection unanswered: its connect times out
+            socks.append(socket.create_connection(idle_server.server_address, timeout=5))
+            socks[-1].sendall(page)
+        idle_server.serve()
+        for s in socks:
+            reply = b""
+            while chunk := s.recv(65536):
+                reply += chunk
+            assert reply.startswith(b"HTTP/1.0 200 "), reply[:80]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_200_concurrent_connections_are_all_answered(server):
+    """A bounded load test: 200 clients at once (the page; every 20th a new game), none reset or left waiting."""
+    n = 200
+    start = threading.Barrier(n, timeout=30)
+    host = f"127.0.0.1:{server.server_address[1]}"
+    page = f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+
+    def client(i: int) -> int | str:
+        start.wait()
+        try:
+            return raw(server, post(server, b"{}") if i % 20 == 0 else page, timeout=30)[0]
+        except OSError as e:  # a reset, a refused connection or a timeout: the failure under test
+            return type(e).__name__
+
+    with ThreadPoolExecutor(n) as pool:
+        statuses = list(pool.map(client, range(n)))
+    assert statuses == [200] * n, {s: statuses.count(s) for s in set(statuses)}
+    play_a_game(server)
