@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -322,21 +323,37 @@ def evaluate_snapshots(runs: dict[str, Clock], games: int, seed: int) -> dict[st
 
 
 def read_curve(spec: str) -> tuple[str, list[float], list[float]]:
-    """``NAME=metrics.csv``: a run's evaluations (``eval/wall_clock_s``, ``eval/mean_score``)."""
-    name, sep, path = spec.partition("=")
-    if not sep or not name:
-        raise SystemExit(f"--curve wants NAME=PATH/metrics.csv, got {spec!r}")
-    if not Path(path).is_file():
-        raise SystemExit(f"--curve {name}: {path} is not a file")
-    wall, score = [], []
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            if row.get("eval/wall_clock_s") and row.get("eval/mean_score"):
-                wall.append(float(row["eval/wall_clock_s"]))
-                score.append(float(row["eval/mean_score"]))
-    if not wall:
-        raise SystemExit(f"--curve {name}: {path} has no eval/wall_clock_s and eval/mean_score rows")
+    """``NAME=metrics.csv[,more.csv,...]``: a run's evaluations (``eval/wall_clock_s``,
+    ``eval/mean_score``); each further file continues the run (a resume, a second stage), its clock
+    counted on from where the one before stopped."""
+    name, sep, paths = spec.partition("=")
+    if not sep or not name or not paths:
+        raise SystemExit(f"--curve wants NAME=PATH/metrics.csv[,PATH2/metrics.csv...], got {spec!r}")
+    wall: list[float] = []
+    score: list[float] = []
+    for path in paths.split(","):
+        if not Path(path).is_file():
+            raise SystemExit(f"--curve {name}: {path} is not a file")
+        start, rows = (wall[-1] if wall else 0.0), 0
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                if row.get("eval/wall_clock_s") and row.get("eval/mean_score"):
+                    wall.append(start + float(row["eval/wall_clock_s"]))
+                    score.append(float(row["eval/mean_score"]))
+                    rows += 1
+        if not rows:
+            raise SystemExit(f"--curve {name}: {path} has no eval/wall_clock_s and eval/mean_score rows")
     return name, wall, score
+
+
+def read_result(path: Path) -> dict[str, Any]:
+    """A written ``peers.json`` back as the result that :func:`markdown` and :func:`figure` draw."""
+    try:
+        raw = json.loads(path.read_text())
+        systems = {row.pop("system"): row for row in raw.pop("rows")}
+    except (OSError, ValueError, KeyError) as err:
+        raise SystemExit(f"--redraw: {path} is not a peers.json written by this benchmark ({err})") from None
+    return {**raw, "systems": systems}
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -401,24 +418,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=list(SYSTEMS))
     parser.add_argument("--curve", action="append", default=[], metavar="NAME=CSV", help="a run's learning curve")
     parser.add_argument("--out", default="reports/peers", help="folder of peers.json, peers.md, peers.png")
+    parser.add_argument("--redraw", action="store_true", help="train nothing: redraw OUT's table and figure")
     args = parser.parse_args(argv)
     if args.minutes <= 0 or args.eval_games < 1 or args.threads < 1:
         parser.error("--minutes must be > 0, --eval-games and --threads >= 1")
     if sorted(args.points) != args.points or not all(0 < p <= 1 for p in args.points):
         parser.error("--points must be increasing fractions in (0, 1]")
     curves = [read_curve(c) for c in args.curve]
-    torch.set_num_threads(args.threads)
-    runs = run(args.systems, args.minutes, tuple(args.points), args.seed)
-    result = evaluate_snapshots(runs, args.eval_games, args.seed)
-    result.update(minutes=args.minutes, points=args.points, eval_games=args.eval_games, threads=args.threads)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(
-        str(out / "peers.json"),
-        "peers",
-        [{"system": k, **v} for k, v in result["systems"].items()],
-        **{k: v for k, v in result.items() if k != "systems"},
-    )
+    if args.redraw:  # the table and figure again from a finished run, e.g. with a longer --curve
+        result = read_result(out / "peers.json")
+    else:
+        torch.set_num_threads(args.threads)
+        runs = run(args.systems, args.minutes, tuple(args.points), args.seed)
+        result = evaluate_snapshots(runs, args.eval_games, args.seed)
+        result.update(minutes=args.minutes, points=args.points, eval_games=args.eval_games, threads=args.threads)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(
+            str(out / "peers.json"),
+            "peers",
+            [{"system": k, **v} for k, v in result["systems"].items()],
+            **{k: v for k, v in result.items() if k != "systems"},
+        )
     (out / "peers.md").write_text(markdown(result))
     figure(result, curves, out / "peers.png")
     print(markdown(result))
