@@ -149,3 +149,14 @@ def test_the_checks_see_what_they_must():
     assert "yahtzee_lightning.players" in GRAPH["yahtzee_lightning.evaluation.cli"]  # under TYPE_CHECKING
     assert "yahtzee_lightning.algorithms.host" in GRAPH["yahtzee_lightning.algorithms.collection"]  # the same
     assert layer("yahtzee_lightning.env.demo") > layer("yahtzee_lightning.env.multiplayer")
+
+
+MAX_LINES = 400
+
+
+def test_no_module_is_longer_than_a_reader_can_hold():
+    """A module over MAX_LINES lines does more than one thing: split it by concern."""
+    long = {
+        str(p.relative_to(ROOT)): n for p in ROOT.rglob("*.py") if (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
+    assert not long, f"modules over {MAX_LINES} lines: {long}"

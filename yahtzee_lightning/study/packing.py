@@ -24,8 +24,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .fit_config import compose
 from .results import Trial
-from .spec import Cell, Study, StudyError, compose
+from .spec import Cell, Study, StudyError
 
 #: Config keys that a study sets for every trial itself (the seeds): never a reason to keep cells apart.
 SEED_KEYS = ("seed_everything", "model.init_args.seed")

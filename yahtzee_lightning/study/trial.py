@@ -27,7 +27,8 @@ import yaml
 from lightning.pytorch.loggers import Logger
 
 from .cluster import on_gpu, where
-from .spec import Cell, compose
+from .fit_config import compose
+from .spec import Cell
 
 HISTORY, FINAL, ERROR, LOG = "history.jsonl", "final.json", "error.txt", "fit.log"
 #: Training metrics kept with each evaluation (the latest update's value), without their ``train/``.
