@@ -228,9 +228,11 @@ class Ensemble:
         ensemble of 8 logs some 250 values an update: a sixth of the update's time."""
         steps, self._steps = self._steps, {}
         trainer = self._trainer
-        if not steps or trainer is None or not trainer.loggers or not trainer._logger_connector.should_update_logs:
+        if not steps or trainer is None or not trainer.loggers:
             return
-        step = trainer.fit_loop.epoch_loop._batches_that_stepped  # the step Lightning's own metrics carry
+        step = lightning_log_step(trainer)
+        if step is None:
+            return
         for logger in trainer.loggers:
             logger.log_metrics({**steps, "epoch": trainer.current_epoch}, step=step)
 
@@ -349,3 +351,15 @@ class Ensemble:
         if members and self.members is not None:
             scores = [m.get("last_eval_score") for m in members]
             self.last_evaluations = scores if any(s is not None for s in scores) else None
+
+
+def lightning_log_step(trainer: Any) -> int | None:
+    """The step Lightning's own metrics carry now, or None where Lightning would not log this step.
+
+    Lightning has no public API for either: both read private attributes, checked against
+    lightning 2.6.6. ``tests/algorithms/test_ensemble.py`` (the one-write logging test) fails when
+    a Lightning upgrade renames them or changes what they mean.
+    """
+    if not trainer._logger_connector.should_update_logs:
+        return None
+    return trainer.fit_loop.epoch_loop._batches_that_stepped
