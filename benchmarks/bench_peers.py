@@ -24,7 +24,8 @@ all), scored decision by decision against the exact optimum; the optimal and gre
 them too, as reference lines. Writes ``peers.json``, ``peers.md`` and ``peers.png`` to ``--out``.
 
     python benchmarks/bench_peers.py [--minutes 3] [--eval-games 10000] [--threads 1] [--out reports/peers]
-        [--systems ours-a2c sb3-ourvec256 ...] [--curve NAME=runs/X/lightning_logs/version_0/metrics.csv]
+        [--systems ours-a2c sb3-ourvec256 ...]
+        [--curve NAME=runs/X/lightning_logs/version_0/metrics.csv[,runs/X/lightning_logs/version_1/metrics.csv]]
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import write_json  # noqa: E402
+from _common import quiet_trainer, write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_ID = "yahtzee_lightning/Yahtzee-v0"
@@ -250,18 +251,7 @@ def fit_for(cls: type, settings: dict[str, Any], clock: Clock, name: str) -> Non
             if clock.tick(module.hparams.games_per_batch, snapshot):
                 trainer.should_stop = True
 
-    trainer = L.Trainer(
-        accelerator="cpu",
-        devices=1,
-        max_epochs=-1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        limit_val_batches=0,
-        num_sanity_val_steps=0,
-        callbacks=[Tick()],
-    )
+    trainer = quiet_trainer(callbacks=[Tick()])
     trainer.fit(model)
     clock.finish(snapshot)
 
@@ -323,27 +313,35 @@ def evaluate_snapshots(runs: dict[str, Clock], games: int, seed: int) -> dict[st
 
 
 def read_curve(spec: str) -> tuple[str, list[float], list[float]]:
-    """``NAME=metrics.csv[,more.csv,...]``: a run's evaluations (``eval/wall_clock_s``,
-    ``eval/mean_score``); each further file continues the run (a resume, a second stage), its clock
-    counted on from where the one before stopped."""
+    """``NAME=metrics.csv[,metrics.csv...]``: a run's evaluations (``eval/wall_clock_s``,
+    ``eval/mean_score``). A resumed run writes a new ``version_N`` whose clock starts again at 0:
+    its files, in order, make one curve, each file's clock continuing from the previous one's last
+    evaluation (the minutes after that evaluation, up to one evaluation interval, are not counted)."""
     name, sep, paths = spec.partition("=")
     if not sep or not name or not paths:
-        raise SystemExit(f"--curve wants NAME=PATH/metrics.csv[,PATH2/metrics.csv...], got {spec!r}")
+        raise SystemExit(f"--curve wants NAME=PATH/metrics.csv[,PATH/metrics.csv...], got {spec!r}")
     wall: list[float] = []
     score: list[float] = []
     for path in paths.split(","):
         if not Path(path).is_file():
             raise SystemExit(f"--curve {name}: {path} is not a file")
-        start, rows = (wall[-1] if wall else 0.0), 0
+        offset = wall[-1] if wall else 0.0
         with open(path, newline="") as f:
-            for row in csv.DictReader(f):
-                if row.get("eval/wall_clock_s") and row.get("eval/mean_score"):
-                    wall.append(start + float(row["eval/wall_clock_s"]))
-                    score.append(float(row["eval/mean_score"]))
-                    rows += 1
+            rows = [r for r in csv.DictReader(f) if r.get("eval/wall_clock_s") and r.get("eval/mean_score")]
         if not rows:
             raise SystemExit(f"--curve {name}: {path} has no eval/wall_clock_s and eval/mean_score rows")
+        wall += [offset + float(r["eval/wall_clock_s"]) for r in rows]
+        score += [float(r["eval/mean_score"]) for r in rows]
     return name, wall, score
+
+
+def read_curves(specs: list[str]) -> list[tuple[str, list[float], list[float]]]:
+    """Every ``--curve``; the same NAME given again continues that run (its files in order)."""
+    merged: dict[str, list[str]] = {}
+    for spec in specs:
+        name, _, paths = spec.partition("=")
+        merged.setdefault(name, []).append(paths)
+    return [read_curve(f"{name}={','.join(paths)}") for name, paths in merged.items()]
 
 
 def read_result(path: Path) -> dict[str, Any]:
@@ -416,7 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads, the same for every system")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=list(SYSTEMS))
-    parser.add_argument("--curve", action="append", default=[], metavar="NAME=CSV", help="a run's learning curve")
+    curve_help = "a run's learning curve (its metrics.csv; a resumed run's files in order, or NAME again)"
+    parser.add_argument("--curve", action="append", default=[], metavar="NAME=CSV[,CSV]", help=curve_help)
     parser.add_argument("--out", default="reports/peers", help="folder of peers.json, peers.md, peers.png")
     parser.add_argument("--redraw", action="store_true", help="train nothing: redraw OUT's table and figure")
     args = parser.parse_args(argv)
@@ -424,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--minutes must be > 0, --eval-games and --threads >= 1")
     if sorted(args.points) != args.points or not all(0 < p <= 1 for p in args.points):
         parser.error("--points must be increasing fractions in (0, 1]")
-    curves = [read_curve(c) for c in args.curve]
+    curves = read_curves(args.curve)
     out = Path(args.out)
     if args.redraw:  # the table and figure again from a finished run, e.g. with a longer --curve
         result = read_result(out / "peers.json")

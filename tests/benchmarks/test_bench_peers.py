@@ -60,6 +60,11 @@ def test_sb3_and_our_recipe_train_and_are_reported(bench, tmp_path, default_tabl
     assert all(f"| {name} |" in table for name in [*systems, "optimal (the same games)"])
     assert (out / "peers.png").stat().st_size > 1000
     assert bench.read_curve(f"long run={curve}") == ("long run", [30.0, 90.0], [120.5, 180.0])
+    resumed = tmp_path / "version_1.csv"  # a resumed run's clock starts again at 0
+    resumed.write_text("eval/mean_score,eval/wall_clock_s\n200.0,20.0\n")
+    whole = ("long run", [30.0, 90.0, 110.0], [120.5, 180.0, 200.0])
+    assert bench.read_curve(f"long run={curve},{resumed}") == whole
+    assert bench.read_curves([f"long run={curve}", f"other={resumed}", f"long run={resumed}"])[0] == whole
     with pytest.raises(SystemExit, match="no eval/wall_clock_s"):
         bench.read_curve(f"x={out / 'peers.md'}")
     resumed = tmp_path / "resumed.csv"  # a resume or a second stage: its clock starts again at 0

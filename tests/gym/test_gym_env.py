@@ -92,6 +92,10 @@ def test_bad_input_is_refused_in_one_line():
         gymnasium.make(IDS[0], jokers="forced")
     with pytest.raises(ValueError, match="task must be one of"):
         YahtzeeGymEnv(task="two_turns")
+    for env_id, words in [("yahtzee_lightning/Yahtzee-v9", "version `v9`"), ("yahtzee_lightning/Yatzy-v0", "`Yatzy`")]:
+        with pytest.raises(gymnasium.error.Error, match=words) as caught:  # Gymnasium's own one-line error
+            gymnasium.make(env_id)
+        assert "\n" not in str(caught.value)
 
 
 def test_forced_joker_bars_boxes_in_the_mask():

@@ -13,7 +13,7 @@ from stable_baselines3 import PPO
 from yahtzee_lightning.evaluation import evaluate, play_games, summarize
 from yahtzee_lightning.evaluation.cli import main as evaluate_main
 from yahtzee_lightning.game import Rules
-from yahtzee_lightning.gym.policy import GymPolicyPlayer
+from yahtzee_lightning.gym.policy import GymPolicyPlayer, sb3_policy_player
 from yahtzee_lightning.gym.sb3 import YahtzeeSB3VecEnv
 from yahtzee_lightning.gym.spaces import MASK_KEY
 from yahtzee_lightning.resolve import resolve_player
@@ -77,7 +77,11 @@ def test_evaluate_plays_an_sb3_zip_with_the_table(trained, capsys, default_table
 
 def test_an_sb3_model_of_other_spaces_or_no_model_is_refused_in_one_line(tmp_path, capsys):
     path = tmp_path / "cartpole.zip"
-    save(PPO("MlpPolicy", gymnasium.make("CartPole-v1"), n_steps=64, batch_size=64), path)
+    cartpole = PPO("MlpPolicy", gymnasium.make("CartPole-v1"), n_steps=64, batch_size=64)
+    save(cartpole, path)
+    with pytest.raises(ValueError, match="sb3 policy 'sb3' was trained on observation space Box") as e:
+        sb3_policy_player(cartpole.policy)  # the Python API refuses it too
+    assert "\n" not in str(e.value)
     not_a_zip = tmp_path / "model.zip"
     not_a_zip.write_text("hello")
     for agent, why in [

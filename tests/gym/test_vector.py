@@ -168,3 +168,10 @@ def test_make_vec_builds_the_batched_env_with_rule_keywords():
     assert env.observation_space.contains(env.reset(seed=0)[0])
     with pytest.raises(TypeError, match="unknown keyword 'jokr'"):
         gymnasium.make_vec("yahtzee_lightning/Yahtzee-v0", num_envs=2, jokr="free")
+    sb3 = YahtzeeSB3VecEnv(2, task="single_turn", joker="forced", seed=0)  # the same keywords for SB3
+    assert sb3.rules == Rules(joker="forced") and sb3.games.task == "single_turn"
+    bad_kwargs = [({"jokr": "free"}, TypeError, "unknown keyword 'jokr'"), ({"task": "x"}, ValueError, "task must be")]
+    for bad, error, words in bad_kwargs:
+        with pytest.raises(error, match=words) as e:
+            YahtzeeSB3VecEnv(2, **bad)
+        assert "\n" not in str(e.value)

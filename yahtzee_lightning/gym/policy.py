@@ -92,20 +92,27 @@ def sb3_player(path: str | Path, rules: Rules | None = None, device: torch.devic
     data, params, _ = load_from_zip_file(path, device=device)
     if not data or "policy_class" not in data or "policy" not in (params or {}):
         raise ValueError(f"sb3 model {str(path)!r} has no policy (is it a Stable-Baselines3 model zip?)")
-    want_obs, want_act = observation_space(), action_space()
-    if data.get("observation_space") != want_obs or data.get("action_space") != want_act:
-        raise ValueError(
-            f"sb3 model {str(path)!r} was trained on observation space {data.get('observation_space')} and "
-            f"action space {data.get('action_space')}, not this env's {want_obs} and {want_act}"
-        )
-    policy = data["policy_class"](want_obs, want_act, lambda _: 0.0, **data.get("policy_kwargs", {}))
+    _check_spaces(f"sb3 model {str(path)!r}", data.get("observation_space"), data.get("action_space"))
+    policy = data["policy_class"](observation_space(), action_space(), lambda _: 0.0, **data.get("policy_kwargs", {}))
     policy.load_state_dict(params["policy"])
     return sb3_policy_player(policy.to(device), rules, name=f"sb3:{path.name}")
 
 
+def _check_spaces(what: str, obs_space: Any, act_space: Any) -> None:
+    want_obs, want_act = observation_space(), action_space()
+    if obs_space != want_obs or act_space != want_act:
+        raise ValueError(
+            f"{what} was trained on observation space {obs_space} and action space {act_space}, "
+            f"not this env's {want_obs} and {want_act}"
+        )
+
+
 def sb3_policy_player(policy: Any, rules: Rules | None = None, name: str = "sb3") -> GymPolicyPlayer:
     """An SB3 policy object (``model.policy``) as a player: its deterministic action, given the
-    legal actions where it takes them (sb3-contrib's maskable policies)."""
+    legal actions where it takes them (sb3-contrib's maskable policies). A policy of other
+    observation or action spaces is refused."""
+    spaces = getattr(policy, "observation_space", None), getattr(policy, "action_space", None)
+    _check_spaces(f"sb3 policy {name!r}", *spaces)
     policy.set_training_mode(False)
     masked = "action_masks" in policy.predict.__code__.co_varnames
 

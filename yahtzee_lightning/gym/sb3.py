@@ -18,7 +18,6 @@ from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices
 
 from ..game import Rules
-from .single import make_rules
 from .spaces import action_space, observation_space
 from .vector import BatchedGames
 
@@ -29,16 +28,9 @@ class YahtzeeSB3VecEnv(VecEnv):
 
     render_mode = None
 
-    def __init__(
-        self,
-        num_envs: int = 64,
-        rules: Rules | dict | None = None,
-        task: str = "full_game",
-        start_card: str = "empty",
-        seed: int | None = None,
-        **variants: Any,
-    ) -> None:
-        self.games = BatchedGames(num_envs, make_rules(rules, variants), task, start_card, seed)
+    def __init__(self, num_envs: int = 64, **games: Any) -> None:
+        # games: rules, task, start_card, seed and the rule keywords, as YahtzeeVectorEnv takes them
+        self.games = BatchedGames(num_envs, **games)
         super().__init__(self.games.num_envs, observation_space(), action_space())
         self._actions: np.ndarray | None = None
 

@@ -41,11 +41,12 @@ class BatchedGames:
         task: str = "full_game",
         start_card: str = "empty",
         seed: int | None = None,
+        **variants: Any,
     ) -> None:
         if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
             raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
         self.num_envs = int(num_envs)
-        self.rules = rules if isinstance(rules, Rules) else Rules.from_dict(rules)
+        self.rules = make_rules(rules, variants)  # the rule keywords (joker=...) on top of rules
         self.task = check_choice("task", task, TASKS)
         self.start_card = check_choice("start_card", start_card, START_CARDS)
         self.generator = torch.Generator()
@@ -142,7 +143,7 @@ class YahtzeeVectorEnv(gymnasium.vector.VectorEnv):
     ) -> None:
         if render_mode is not None:
             raise ValueError(f"render_mode must be None (the vector env does not render), got {render_mode!r}")
-        self.games = BatchedGames(num_envs, make_rules(rules, variants), task, start_card, seed)
+        self.games = BatchedGames(num_envs, rules, task, start_card, seed, **variants)
         self.num_envs = self.games.num_envs
         self.single_observation_space = observation_space()
         self.single_action_space = action_space()
