@@ -67,9 +67,6 @@ def test_sb3_and_our_recipe_train_and_are_reported(bench, tmp_path, default_tabl
     assert bench.read_curves([f"long run={curve}", f"other={resumed}", f"long run={resumed}"])[0] == whole
     with pytest.raises(SystemExit, match="no eval/wall_clock_s"):
         bench.read_curve(f"x={out / 'peers.md'}")
-    resumed = tmp_path / "resumed.csv"  # a resume or a second stage: its clock starts again at 0
-    resumed.write_text("eval/mean_score,eval/wall_clock_s\n200.0,15.0\n")
-    assert bench.read_curve(f"r={curve},{resumed}") == ("r", [30.0, 90.0, 105.0], [120.5, 180.0, 200.0])
     (out / "peers.png").unlink()  # redrawn from peers.json alone, training nothing
     assert bench.main(["--out", str(out), "--redraw", "--curve", f"r={curve},{resumed}"]) == 0
     assert (out / "peers.png").stat().st_size > 1000 and (out / "peers.md").read_text() == table
