@@ -149,3 +149,13 @@ def test_the_checks_see_what_they_must():
     assert "yahtzee_lightning.players" in GRAPH["yahtzee_lightning.evaluation.cli"]  # under TYPE_CHECKING
     assert "yahtzee_lightning.algorithms.host" in GRAPH["yahtzee_lightning.algorithms.collection"]  # the same
     assert layer("yahtzee_lightning.env.demo") > layer("yahtzee_lightning.env.multiplayer")
+
+
+#: CONTRIBUTING.md: a module longer than this holds more than one concern; split it by concern.
+MAX_LINES = 400
+
+
+def test_no_module_is_over_400_lines():
+    sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in ROOT.rglob("*.py")}
+    long = {path: n for path, n in sizes.items() if n > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines (split them by concern): {long}"

@@ -17,8 +17,6 @@ a hash of its composed config, so a resumed study finds the cells it ran.
 
 from __future__ import annotations
 
-import copy
-import hashlib
 import itertools
 import json
 from dataclasses import asdict, dataclass, field
@@ -26,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from .fit_config import accepts_ensemble, cell_id, compose, condense, parse_fit_config
 
 #: Every exhibit a study can ask for (report.py draws each): the single-turn task (S), the full
 #: game (F), the tables (T), per-agent profiles of play (P), population-based training (B) and the
@@ -123,34 +123,9 @@ class Study:
         """Every (cell, seed) the study trains, each once."""
         seen: dict[tuple[str, int], None] = {}
         for ab in self.ablations.values():
-            for cell_id, _ in ab.cells:
-                seen.update(dict.fromkeys((cell_id, s) for s in ab.seeds))
+            for cid, _ in ab.cells:
+                seen.update(dict.fromkeys((cid, s) for s in ab.seeds))
         return list(seen)
-
-
-def set_key(config: dict[str, Any], dotted: str, value: Any) -> None:
-    """Set ``a.b.c`` in a nested config dict (creating the levels it lacks)."""
-    *path, last = dotted.split(".")
-    node = config
-    for part in path:
-        if not isinstance(node.get(part), dict):
-            node[part] = {}
-        node = node[part]
-    node[last] = copy.deepcopy(value)
-
-
-def compose(base_text: str, overrides: dict[str, Any]) -> dict[str, Any]:
-    """The config dict of a base YAML with dotted overrides applied in order."""
-    config = yaml.safe_load(base_text) or {}
-    for key, value in overrides.items():
-        set_key(config, key, value)
-    return config
-
-
-def cell_id(base_text: str, overrides: dict[str, Any]) -> str:
-    """A hash of the composed config: cells that come to the same settings are one cell."""
-    composed = json.dumps(compose(base_text, overrides), sort_keys=True, default=str)
-    return "c" + hashlib.sha1(composed.encode()).hexdigest()[:10]
 
 
 class _Reader:
@@ -234,61 +209,6 @@ def _label(value: Any) -> str:
 
 def _first_line(text: str) -> str:
     return " ".join(text.strip().splitlines()[:1])
-
-
-def condense(message: str) -> str:
-    """jsonargparse's error in one line: the class path and the option it refused, or the key and why."""
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
-    for i, line in enumerate(lines):
-        if "Problem with given class_path" in line:
-            detail = []
-            for more in lines[i + 1 :]:
-                if more.startswith(("- ", "Given value", "Subtypes")):
-                    break
-                detail.append(more)
-            return f"{line.lstrip('- ').rstrip(':')}: {' '.join(detail)}"
-    return " ".join(lines[:2]) if lines else message
-
-
-def parse_fit_config(config: dict[str, Any]) -> Any:
-    """Parse a ``fit`` config dict with the project's LightningCLI, instantiating nothing; raises on a bad key."""
-    import lightning as L
-
-    from ..algorithms.cli import _CLI, TRAINER_DEFAULTS
-
-    class _Check(_CLI):
-        def before_instantiate_classes(self) -> None:
-            pass
-
-        def instantiate_classes(self) -> None:
-            pass
-
-        def _set_seed(self) -> None:
-            pass
-
-    cli = _Check(
-        L.LightningModule,
-        subclass_mode_model=True,
-        trainer_defaults=TRAINER_DEFAULTS,
-        run=False,
-        args=config,
-        parser_kwargs={"exit_on_error": False},
-    )
-    return cli.config
-
-
-def _accepts_ensemble(class_path: str) -> bool:
-    """Whether the model class takes an ``ensemble`` argument (K members trained in one process)."""
-    import importlib
-    import inspect
-
-    module, _, name = class_path.rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError, ValueError):
-        return False
-    # An algorithm may take it through ``**kwargs`` from the class it extends.
-    return any("ensemble" in inspect.signature(c.__init__).parameters for c in cls.__mro__ if "__init__" in vars(c))
 
 
 def load_study(path: str | Path, profile: str | None = None, gpus_per_trial: float | None = None) -> Study:
@@ -395,7 +315,7 @@ def _cell(cid: str, base: Path, overrides: dict[str, Any], config: Any) -> Cell:
         evaluations=int(get("evaluations")),
         eval_games=int(get("eval_games")),
         final_eval_games=int(get("final_eval_games")),
-        accepts_ensemble=_accepts_ensemble(class_path),
+        accepts_ensemble=accepts_ensemble(class_path),
         gae_lambda=None if get("gae_lambda", None) is None else float(get("gae_lambda")),
     )
 
