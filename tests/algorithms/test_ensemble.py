@@ -205,3 +205,42 @@ def test_every_member_is_evaluated_and_its_results_read_back_by_index():
     assert all(isinstance(r["last_eval_score"], float) for r in results)
     assert [r["final_evaluation"]["summary"]["games"] for r in results] == [4, 4]
     assert model.final_evaluation == [r["final_evaluation"] for r in results]
+
+
+class _Rows(L.pytorch.loggers.Logger):
+    """Every row a fit writes, with its step: what a CSV or TensorBoard logger would get."""
+
+    name, version = "rows", 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[tuple[int, dict]] = []
+
+    def log_metrics(self, metrics: dict, step: int | None = None) -> None:
+        self.rows.append((step, dict(metrics)))
+
+    def log_hyperparams(self, *args, **kwargs) -> None:
+        pass
+
+
+def _loss_steps(ensemble: int | None, name: str) -> list[int]:
+    L.seed_everything(0, verbose=False)
+    model = A2C(**TINY, total_games=7 * TINY["games_per_batch"], ensemble=ensemble)
+    rows = _Rows()
+    trainer = L.Trainer(
+        logger=rows,
+        log_every_n_steps=2,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(model)
+    return [step for step, metrics in rows.rows if name in metrics]
+
+
+def test_members_update_metrics_are_written_where_lightning_writes_a_single_runs():
+    """The one write per update uses two private Lightning attributes (ensemble.py,
+    ``_write_steps``): an upgrade that renames them or changes what they mean fails here."""
+    single = _loss_steps(None, "train/loss")
+    assert len(single) == 3  # 7 updates, one row every 2nd
+    assert _loss_steps(2, "member_0/train/loss") == _loss_steps(2, "member_1/train/loss") == single
