@@ -17,7 +17,7 @@ if compgen -G ".whl/*.whl" > /dev/null; then
   export PYTHONPATH=/tmp/site
 fi
 export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD" PYTHONUNBUFFERED=1
-python3 -c "import torch; d=torch.device('$DEVICE'); print('device:', torch.cuda.get_device_name(d) if d.type == 'cuda' else 'cpu', '| torch', torch.__version__)" | tee "$OUT/machine.txt"
+python3 -c "from yahtzee_lightning.machine import describe_machine; print('device: $DEVICE |', describe_machine())" | tee "$OUT/machine.txt"
 
 if [ -n "${QUICK:-}" ]; then
   sizes=(64 1024); seconds=0.2; repeat=1; variants=(no_bonus); games=200; train=(--games 64 --games-per-batch 32); study=2

@@ -225,7 +225,13 @@ class Ensemble:
     def _write_steps(self) -> None:
         """Every member's metrics of an update, in one call per logger, where Lightning would log
         them (``log_every_n_steps``). Lightning's ``self.log`` costs about 0.1 ms a value, and an
-        ensemble of 8 logs some 250 values an update: a sixth of the update's time."""
+        ensemble of 8 logs some 250 values an update: a sixth of the update's time.
+
+        Lightning has no public API for either thing this needs: whether this step is one it logs
+        (``_logger_connector.should_update_logs``) and the step its own metrics carry
+        (``fit_loop.epoch_loop._batches_that_stepped``; ``global_step`` counts every member's
+        optimiser step). Both private, checked against lightning 2.6.6: tests/algorithms/
+        test_ensemble.py fails loudly if an upgrade renames them or moves the rows' steps."""
         steps, self._steps = self._steps, {}
         trainer = self._trainer
         if not steps or trainer is None or not trainer.loggers:

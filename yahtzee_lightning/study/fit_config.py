@@ -1,9 +1,9 @@
 """A cell's config as ``fit`` reads it: composed from a base YAML and dotted overrides, named by a
-hash of the result, and parsed by ``fit``'s own parser (the project's LightningCLI) without building
-anything, its error condensed to one line.
+hash of what it comes to, parsed by fit's own parser (the project's LightningCLI) without building
+anything, its error in one line, and whether its algorithm trains ensembles.
 
 :mod:`.spec` checks every axis value and every cell of a study with these before anything runs;
-the runner and the packer compose the configs they train from them.
+the trials compose their run's config with the same :func:`compose`.
 """
 
 from __future__ import annotations
