@@ -171,7 +171,8 @@ class YahtzeeAgent:
     ):
         """Create the repo if needed and upload the agent folder (``directory``, or a freshly saved one).
 
-        Only the artefact files and YAML configs are uploaded. Returns ``huggingface_hub``'s ``CommitInfo``.
+        Exactly the agent's files are uploaded (:func:`agent_files`); the repo's other artefact files
+        go. Returns ``huggingface_hub``'s ``CommitInfo``.
         """
         import tempfile
 
@@ -182,8 +183,36 @@ class YahtzeeAgent:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(directory) if directory is not None else self.save_pretrained(tmp)
             return api.upload_folder(
-                repo_id=repo_id, folder_path=folder, commit_message=commit_message, allow_patterns=ARTEFACT_PATTERNS
+                repo_id=repo_id,
+                folder_path=folder,
+                commit_message=commit_message,
+                allow_patterns=agent_files(folder),
+                delete_patterns=ARTEFACT_PATTERNS,  # an older agent's files in the repo go
             )
+
+
+def agent_files(folder: Path) -> list[str]:
+    """The files of the agent in ``folder``: the three artefact files and the training YAML its
+    config names (nothing else there is part of it, nor pushed or copied)."""
+    names = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME]
+    try:
+        yaml_name = (json.loads((folder / CONFIG_NAME).read_text()).get("training") or {}).get("config_file")
+    except (OSError, ValueError, AttributeError):
+        yaml_name = None
+    if isinstance(yaml_name, str) and Path(yaml_name).name == yaml_name and (folder / yaml_name).is_file():
+        names.append(yaml_name)
+    return [n for n in names if (folder / n).is_file()]
+
+
+def is_agent_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds an agent of ours and nothing else (artefact files and YAML only)."""
+    try:
+        config = json.loads((folder / CONFIG_NAME).read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(config, dict) or config.get("package") != "yahtzee_lightning":
+        return False
+    return all(p.is_file() and any(p.match(pat) for pat in ARTEFACT_PATTERNS) for p in folder.iterdir())
 
 
 def resolve_folder(

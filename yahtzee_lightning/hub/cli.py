@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import pickle
 import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -102,6 +105,7 @@ def export_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default=None, help="the training YAML, copied next to the agent")
     parser.add_argument("--command", default=None, help="the training command, for the card")
     parser.add_argument("--member", default=None, help="an ensemble's member to export: its index, or best")
+    parser.add_argument("--force", action="store_true", help="replace an agent folder already there, as a whole")
     args = parser.parse_args(argv)
     if args.games < 0:
         parser.error(f"--games must be >= 0, got {args.games}")
@@ -110,7 +114,7 @@ def export_main(argv: list[str] | None = None) -> int:
     from .agent import AgentError
 
     check_seed(args.seed, parser)
-    check_folder_target(Path(args.directory), parser)
+    check_folder_target(Path(args.directory), parser, args.force)
     try:
         agent = agent_from_checkpoint(args.checkpoint, args.member)
     except (AgentError, FileNotFoundError) as e:
@@ -143,10 +147,11 @@ def export_main(argv: list[str] | None = None) -> int:
             from ..evaluation import evaluate
 
             agent.evaluation = evaluate(player, args.games, args.seed, player.rules, progress=True)
-    out = agent.save_pretrained(args.directory)
-    if args.config:
-        shutil.copyfile(args.config, out / Path(args.config).name)
-    print(f"wrote {out}")
+    with new_folder(Path(args.directory)) as out:
+        agent.save_pretrained(out)
+        if args.config:
+            shutil.copyfile(args.config, out / Path(args.config).name)
+    print(f"wrote {args.directory}")
     if agent.evaluation and "matches" in agent.evaluation:
         m = agent.evaluation["matches"]
         win, se = 100 * m["win"]["rate"], 100 * m["win"]["se"]
@@ -184,11 +189,12 @@ def pull_main(argv: list[str] | None = None) -> int:
     parser.add_argument("repo_id", help="user/name on the Hub")
     parser.add_argument("directory", help="the agent folder to write")
     parser.add_argument("--revision", default=None, help="branch, tag or commit (default: main)")
+    parser.add_argument("--force", action="store_true", help="replace an agent folder already there, as a whole")
     args = parser.parse_args(argv)
-    from .agent import ARTEFACT_PATTERNS, AgentError, YahtzeeAgent, hub_errors, resolve_folder
+    from .agent import AgentError, YahtzeeAgent, agent_files, hub_errors, resolve_folder
 
     out = Path(args.directory)
-    check_folder_target(out, parser)
+    check_folder_target(out, parser, args.force)
     try:
         source = resolve_folder(args.repo_id, revision=args.revision)
         YahtzeeAgent.load(source)  # check before copying
@@ -196,20 +202,45 @@ def pull_main(argv: list[str] | None = None) -> int:
         parser.error(str(e))
     except hub_errors() as e:
         parser.error(hub_failure(args.repo_id, e))
-    out.mkdir(parents=True, exist_ok=True)
-    for pattern in ARTEFACT_PATTERNS:
-        for f in source.glob(pattern):
-            shutil.copyfile(f, out / f.name)  # the cache holds symlinks: copy the content
+    with new_folder(out) as tmp:
+        for name in agent_files(source):
+            shutil.copyfile(source / name, tmp / name)  # the cache holds symlinks: copy the content
     print(f"wrote {out}")
     return 0
 
 
-def check_folder_target(path: Path, parser: argparse.ArgumentParser) -> None:
-    """A folder to write an agent to: new, or an existing folder (its artefact files are replaced)."""
+def check_folder_target(path: Path, parser: argparse.ArgumentParser, force: bool = False) -> None:
+    """A folder to write an agent to: new, empty, or (with ``force``) one that holds an agent of
+    ours, replaced as a whole. A folder holding anything else is refused, ``force`` or not."""
     if path.exists() and not path.is_dir():
         parser.error(f"{path} exists and is not a folder")
     if any(p.is_file() for p in path.parents):
         parser.error(f"{path}: a parent of it is a file")
+    if not path.is_dir() or not any(path.iterdir()):
+        return
+    from .agent import is_agent_folder
+
+    if not is_agent_folder(path):
+        names = sorted(p.name for p in path.iterdir())[:5]
+        parser.error(f"{path} is not an agent folder and not empty ({names}); choose a new or empty folder")
+    if not force:
+        parser.error(f"{path} holds an agent already; add --force to replace it as a whole")
+
+
+@contextlib.contextmanager
+def new_folder(path: Path) -> Iterator[Path]:
+    """A fresh folder beside ``path`` to write into; on success it replaces ``path`` as a whole
+    (an agent folder checked by :func:`check_folder_target`), so that no stale file stays behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        yield tmp
+        if path.exists():
+            shutil.rmtree(path)
+        tmp.rename(path)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
 
 
 def hub_failure(repo_id: str, error: BaseException) -> str:
