@@ -206,3 +206,14 @@ def test_a_report_never_deletes_a_users_file_in_its_folder(tmp_path):
         clear_report(folder, force=False)
     clear_report(folder, force=True)
     assert not any(folder.iterdir())
+
+
+def test_check_finds_settings_that_would_fail_every_cell(tmp_path, capsys):
+    for changes, message in (
+        ({"profiles": {"smoke": {"set": {"model.init_args.total_games": -5}}}}, "total_games must be >= 1, got -5"),
+        ({"seeds": [-1, 0]}, "seeds must be integers in 0..2**32-1, got [-1]"),
+        ({"profiles": {"smoke": {"set": {"model.init_args.eval_games": -2}}}}, "eval_games must be >= 0"),
+    ):
+        assert main(["check", str(_write(tmp_path, **changes)), "--profile", "smoke"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and message in err, err
