@@ -40,3 +40,50 @@ def test_moments_are_cached_on_disk_with_the_tables_checksum():
     save_file({"moments": torch.zeros_like(first)}, str(moments_path(FIVE)), metadata={"table_sha256": "0" * 64})
     torch.testing.assert_close(load_or_solve_moments(table, progress=False), first)
     _MOMENTS.clear()
+
+
+def test_damaged_moments_are_solved_again_and_old_ones_load_with_a_warning(caplog):
+    from safetensors import safe_open
+
+    table = load_or_solve(FIVE, progress=False)
+    _MOMENTS.clear()
+    first = load_or_solve_moments(table, progress=False)
+    path = moments_path(FIVE)
+    with safe_open(str(path), framework="pt") as f:
+        meta = f.metadata()
+    assert "sha256" in meta
+    damaged = first.clone()
+    damaged[0, table.start_mask, 0, 0] *= 1.5  # a moved spread: what winseeking would act on
+    save_file({"moments": damaged.cpu()}, str(path), metadata=meta)  # table checksum and digest intact
+    _MOMENTS.clear()
+    with caplog.at_level("WARNING"):
+        torch.testing.assert_close(load_or_solve_moments(table, progress=False), first)
+    assert "do not match their sha256" in caplog.text
+    old = {k: v for k, v in meta.items() if k != "sha256"}  # as written before digests
+    save_file({"moments": first.cpu()}, str(path), metadata=old)
+    _MOMENTS.clear()
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        torch.testing.assert_close(load_or_solve_moments(table, progress=False), first)
+    assert "carry no sha256" in caplog.text
+    _MOMENTS.clear()
+
+
+def test_a_folder_where_the_table_cache_should_be_is_one_line(tmp_path, monkeypatch, capsys):
+    from yahtzee_lightning.cli import main
+    from yahtzee_lightning.solver.cache import table_path
+
+    monkeypatch.setenv("YAHTZEE_LIGHTNING_CACHE", str(tmp_path))
+    rules = Rules(boxes=(0, 5, 8, 11, 12))
+    table_path(rules).mkdir(parents=True)
+    boxes = [str(b) for b in rules.boxes]
+    for argv in (
+        ["evaluate", "--agent", "greedy", "--games", "2"],
+        ["advise", "--dice", "1", "2", "3", "4", "5", "--roll", "0"],
+    ):
+        try:
+            code = main([*argv, "--boxes", *boxes])
+        except SystemExit as e:
+            code = e.code
+        err = capsys.readouterr().err
+        assert code == 2 and "the table cache is a folder" in err and "Traceback" not in err, err

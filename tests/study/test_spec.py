@@ -176,3 +176,44 @@ def test_the_ensemble_seam_makes_a_cells_seeds_members_of_one_trial(tmp_path):
     assert len(plan_trials(study)) == 4
     pbt = load_study(ROOT / "conf" / "study" / "pbt.yaml", "smoke")
     assert all(len(t.seeds) == 1 for t in plan_trials(pbt) if t.experiment == "population")  # a scheduler: runs
+
+
+def test_force_on_a_folder_that_holds_no_study_deletes_nothing(tmp_path):
+    for name in ("runs", "report"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "mine.txt").write_text("mine")
+    (tmp_path / "results.csv").write_text("mine")
+    with pytest.raises(StudyError, match="not empty and holds no study"):
+        prepare_folder(load_study(_write(tmp_path)), tmp_path, force=True)
+    assert (tmp_path / "runs" / "mine.txt").exists() and (tmp_path / "report" / "mine.txt").exists()
+    assert (tmp_path / "results.csv").read_text() == "mine"
+
+
+def test_a_report_never_deletes_a_users_file_in_its_folder(tmp_path):
+    from yahtzee_lightning.study.report import clear_report, write_report
+
+    folder = tmp_path / "report"
+    folder.mkdir()
+    (folder / "mine.md").write_text("mine")
+    for force in (False, True):
+        with pytest.raises(StudyError, match=r"holds files that are not a report \(mine.md\)"):
+            write_report(tmp_path, force=force)
+        assert (folder / "mine.md").read_text() == "mine"
+    (folder / "mine.md").unlink()
+    (folder / "index.md").write_text("an old report")
+    (folder / "claims.md").write_text("old claims")
+    with pytest.raises(StudyError, match="a report is already there; add --force"):
+        clear_report(folder, force=False)
+    clear_report(folder, force=True)
+    assert not any(folder.iterdir())
+
+
+def test_check_finds_settings_that_would_fail_every_cell(tmp_path, capsys):
+    for changes, message in (
+        ({"profiles": {"smoke": {"set": {"model.init_args.total_games": -5}}}}, "total_games must be >= 1, got -5"),
+        ({"seeds": [-1, 0]}, "seeds must be integers in 0..2**32-1, got [-1]"),
+        ({"profiles": {"smoke": {"set": {"model.init_args.eval_games": -2}}}}, "eval_games must be >= 0"),
+    ):
+        assert main(["check", str(_write(tmp_path, **changes)), "--profile", "smoke"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and message in err, err

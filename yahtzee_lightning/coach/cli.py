@@ -12,6 +12,7 @@ from ..evaluation.cli import add_rules_arguments, player_rules, rules_from_args
 from ..game import Rules
 from ..players.base import Player
 from ..solver import OptimalTable, load_or_solve, table_path
+from ..solver.cache import check_table_cache
 from .advice import Coach, format_choices, parse_card, parse_dice
 
 
@@ -33,6 +34,10 @@ def _setup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[R
         except (ValueError, OSError) as e:
             parser.error(str(e))
         rules = player_rules(opponent, args.opponent, args, parser)
+    try:
+        check_table_cache(rules)
+    except ValueError as e:
+        parser.error(str(e))
     return rules, _table(rules), opponent
 
 
@@ -89,6 +94,7 @@ def advise_main(argv: list[str] | None = None) -> int:
     try:
         card = parse_card(args.card, rules)
         dice = parse_dice(args.dice)
+        check_table_cache(rules)
     except ValueError as e:
         print(f"yahtzee-lightning advise: {e}", file=sys.stderr)
         return 2

@@ -125,11 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     from ..hub.agent import hub_errors
     from ..hub.cli import hub_failure
     from ..resolve import resolve_player
+    from ..solver.cache import check_table_cache
 
     try:  # an unknown name, a broken agent folder or an unreachable hub is a usage error, not a traceback
         player = resolve_player(args.agent, rules=rules, device=args.device)
         rules = player_rules(player, args.agent, args, parser)  # a trained agent: its own rules
         opponent = resolve_player(args.opponent, rules=rules, device=args.device) if args.players >= 2 else None
+        check_table_cache(rules)
     except ValueError as e:
         parser.error(str(e))
     except hub_errors() as e:

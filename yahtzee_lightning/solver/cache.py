@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError
 
+from ..digest import DIGEST_KEY, DigestError, tensors_sha256
 from ..game import Rules
 from .table import OptimalTable, TableFormatError, solve
 
@@ -33,12 +34,22 @@ def load_or_solve(
     key = (rules, str(device))
     if key not in _MEMORY:
         path = table_path(rules)
+        check_table_cache(rules)
         table = load_trusted(path, rules, device)
         if table is None:
             table = solve(rules, device=device, progress=progress)
             table.save(path)
         _MEMORY[key] = table
     return _MEMORY[key]
+
+
+def check_table_cache(rules: Rules) -> None:
+    """Raise ``TableFormatError`` (one line) where the table's cache file cannot be: a folder there,
+    or a file where a parent folder should be (caught by the commands as a usage error)."""
+    path = table_path(rules)
+    if path.is_dir() or any(p.is_file() for p in path.parents):
+        where = "is a folder" if path.is_dir() else "has a file as parent"
+        raise TableFormatError(f"{path}: the table cache {where}; move it away")
 
 
 def load_trusted(path: Path, rules: Rules, device: torch.device | str = "cpu") -> OptimalTable | None:
@@ -82,8 +93,14 @@ def load_or_solve_moments(table: OptimalTable, progress: bool = True) -> torch.T
             with safe_open(str(path), framework="pt") as f:
                 meta = f.metadata() or {}
             if meta.get("table_sha256") == table_sha:
-                higher = load_file(str(path))["moments"].to(table.values.device)
-        except (OSError, SafetensorError) as e:
+                higher = load_file(str(path))["moments"]
+                if DIGEST_KEY not in meta:  # written before digests
+                    logging.getLogger(__name__).warning("warning: %s: carry no sha256 (written before digests)", path)
+                elif tensors_sha256({"moments": higher}) != meta[DIGEST_KEY]:
+                    raise DigestError(f"{path}: the moments do not match their sha256 (damaged or edited)")
+                higher = higher.to(table.values.device)
+        except (OSError, SafetensorError, DigestError) as e:
+            higher = None
             logging.getLogger(__name__).warning("warning: moments unusable, solving them again: %s", e)
         if higher is not None and higher.shape != (2, *table.values.shape):
             higher = None
@@ -93,7 +110,11 @@ def load_or_solve_moments(table: OptimalTable, progress: bool = True) -> torch.T
         save_file(
             {"moments": higher.cpu().contiguous()},
             str(path),
-            metadata={"table_sha256": table_sha, "rules_tag": table.rules.tag()},
+            metadata={
+                "table_sha256": table_sha,
+                "rules_tag": table.rules.tag(),
+                DIGEST_KEY: tensors_sha256({"moments": higher.cpu()}),
+            },
         )
     _MOMENTS[key] = higher
     return higher

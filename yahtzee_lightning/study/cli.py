@@ -70,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         study = load_study(args.file, args.profile, getattr(args, "gpus_per_trial", None))
         if getattr(args, "no_pack", False):
             study.pack = False
+        from .validate import check_settings
+
+        check_settings(study)  # before check passes or run starts anything
         if args.verb == "check":
             from .packing import check_required
 

@@ -13,7 +13,6 @@ study's orderings from the results (``claims``).
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from ..game import BOX_NAMES
@@ -166,12 +165,9 @@ def write_report(out: Path, force: bool = False) -> Path:
     """Draw every exhibit the study names into ``OUT/report/`` and write ``index.md``; returns its path."""
     out = Path(out)
     folder = out / "report"
-    if (folder / "index.md").exists() and not force:
-        raise StudyError(f"{folder}: a report is already there; add --force to replace it")
+    clear_report(folder, force)
     ctx = Context(out)
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     study = ctx.study
     lines = [f"# Study {study.name} (profile {study.profile})", "", study.description, ""]
     lines += _status_lines(ctx)
@@ -193,6 +189,23 @@ def write_report(out: Path, force: bool = False) -> Path:
     index = folder / "index.md"
     index.write_text("\n".join(lines))
     return index
+
+
+def clear_report(folder: Path, force: bool) -> None:
+    """Delete an earlier report in ``folder`` (with ``force``): only the files a report writes. A file
+    of anyone else's there is refused before anything is deleted, ``force`` or not."""
+    if not folder.exists():
+        return
+    if not folder.is_dir():
+        raise StudyError(f"{folder}: exists and is not a folder")
+    ours = {"index.md", "exhibits.json", CLAIMS} | {f"{eid}.{ex.suffix}" for eid, ex in EXHIBITS.items()}
+    others = sorted(p.name for p in folder.iterdir() if p.name not in ours or not p.is_file())
+    if others:
+        raise StudyError(f"{folder}: holds files that are not a report ({', '.join(others[:5])}); move them first")
+    if (folder / "index.md").exists() and not force:
+        raise StudyError(f"{folder}: a report is already there; add --force to replace it")
+    for p in folder.iterdir():
+        p.unlink()
 
 
 def _status_lines(ctx: Context) -> list[str]:

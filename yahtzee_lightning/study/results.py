@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from .records import read_final
 from .spec import Study, StudyError
 
 PLAN = "study.json"
@@ -114,7 +115,7 @@ def collect(out: str | Path) -> pd.DataFrame:
         cell, run_dir = study.cells[t.cell], out / t.run_dir
         final_path, error_path = run_dir / "final.json", run_dir / "error.txt"
         history = _history(run_dir / "history.jsonl")
-        record = json.loads(final_path.read_text()) if final_path.exists() else None
+        record = read_final(final_path)
         status = "done" if record else "failed" if error_path.exists() else "unfinished" if history else "pending"
         error = error_path.read_text().strip() if status == "failed" else ""
         ident = {
@@ -164,7 +165,7 @@ def load_table(out: str | Path) -> pd.DataFrame:
 def optimal_summary(out: str | Path) -> dict[str, Any] | None:
     """The exact optimum's summary from a finished member's final evaluation (same protocol, games of its seed)."""
     for path in sorted(Path(out).glob("runs/**/final.json")):
-        record = json.loads(path.read_text())
+        record = read_final(path) or {}
         if record.get("optimal"):
             return {**record["optimal"], "final_seed": record.get("final_seed")}
     return None

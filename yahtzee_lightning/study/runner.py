@@ -74,6 +74,8 @@ def prepare_folder(study: Study, out: Path, force: bool) -> None:
     """
     trials = plan_trials(study)  # a pack that cannot be refuses the study before anything is written
     plan = out / PLAN
+    if out.is_dir() and not plan.exists() and any(out.iterdir()):  # refused before --force deletes anything
+        raise StudyError(f"{out}: is not empty and holds no study; choose another --out (nothing deleted)")
     if force and out.is_dir():
         for name in OWNED:
             target = out / name
@@ -93,8 +95,6 @@ def prepare_folder(study: Study, out: Path, force: bool) -> None:
             print(f"{out}: was started {'packed' if packed else 'unpacked'}, and resumes so", file=sys.stderr)
             study.pack = packed
             trials = plan_trials(study)
-    elif out.is_dir() and any(out.iterdir()):
-        raise StudyError(f"{out}: is not empty and holds no study; choose another --out")
     out.mkdir(parents=True, exist_ok=True)
     plan.write_text(json.dumps({"study": study.to_json(), "trials": [asdict(t) for t in trials]}, indent=1))
 

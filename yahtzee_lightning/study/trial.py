@@ -28,6 +28,7 @@ from lightning.pytorch.loggers import Logger
 
 from .cluster import on_gpu, where
 from .fit_config import compose
+from .records import final_text, read_final
 from .spec import Cell
 
 HISTORY, FINAL, ERROR, LOG = "history.jsonl", "final.json", "error.txt", "fit.log"
@@ -277,8 +278,8 @@ def run_trial(config: dict[str, Any], trials: dict[str, dict[str, Any]] | None =
     trial = trials[name] if trials and name in trials else config["trial"]
     cell, seeds, run_dir = Cell(**trial["cell"]), [int(s) for s in trial["seeds"]], Path(trial["run_dir"])
     settings = {k: v for k, v in config.items() if k != "trial"}
-    if (run_dir / FINAL).exists():
-        tune.report(final_metrics(json.loads((run_dir / FINAL).read_text())))
+    if (done := read_final(run_dir / FINAL)) is not None:
+        tune.report(final_metrics(done))
         return
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / ERROR).unlink(missing_ok=True)
@@ -303,5 +304,5 @@ def run_trial(config: dict[str, Any], trials: dict[str, dict[str, Any]] | None =
             )
             raise
     record = final_record(cli.model, cell.id, seeds[0], settings) | where()  # the node it finished on
-    write_atomically(run_dir / FINAL, json.dumps(record))
+    write_atomically(run_dir / FINAL, final_text(record))
     tune.report(final_metrics(record))
