@@ -1,6 +1,7 @@
 """LightningCLI: configs, overrides, bad keys, resuming, a user's algorithm, 2-process DDP."""
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -91,6 +92,40 @@ def test_unknown_and_ill_typed_keys_name_themselves(tmp_path, capsys, monkeypatc
     assert "d_h" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "args,line",
+    [
+        (
+            ["--model.init_args.totl_games=5"],
+            "unknown key 'totl_games' for yahtzee_lightning.algorithms.PPO; did you mean total_games",
+        ),
+        (
+            ["--model.init_args.ensemble=abc"],
+            "ensemble: 'abc' is not a valid value (it must be one of int, list[dict[str, Any]]",
+        ),
+        (["--model.init_args.d_h=wide"], "d_h: 'wide' is not a valid value (it must be int)"),
+        (["--config=missing.yaml"], "File does not exist: "),
+    ],
+)
+def test_a_bad_argument_ends_in_one_line_naming_it(tmp_path, capsys, monkeypatch, args, line):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        main(["fit", "--config", str(ROOT / "conf" / "ppo.yaml"), *args])
+    err = capsys.readouterr().err
+    assert line in err and err.count("\n") == 1, err
+
+
+def test_a_key_typo_inside_a_yaml_config_names_the_nearest_keys(tmp_path, capsys):
+    config = tmp_path / "typo.yaml"
+    config.write_text("model:\n  class_path: yahtzee_lightning.algorithms.A2C\n  init_args:\n    games_per_btach: 8\n")
+    with pytest.raises(SystemExit):
+        main(["fit", "--config", str(config)])
+    err = capsys.readouterr().err
+    assert "unknown key 'games_per_btach'" in err and "did you mean games_per_batch" in err and err.count("\n") == 1, (
+        err
+    )
+
+
 def test_trainer_overrides_budget_epochs_and_a_terminal_only_bar(monkeypatch):
     import io
 
@@ -121,7 +156,15 @@ def _warned(recwarn, *fragments: str) -> list[str]:
 def test_one_log_folder_per_run_no_preventable_warnings_and_the_next_steps(tmp_path, monkeypatch, capsys, recwarn):
     monkeypatch.chdir(tmp_path)  # the YAML's runs/reinforce, relative
     config = str(ROOT / "conf" / "reinforce.yaml")
-    assert main(["fit", "--config", config, *TINY]) == 0
+    notices = []
+    handler = logging.Handler()
+    handler.emit = lambda record: notices.append(record.getMessage())
+    logging.getLogger("lightning.pytorch").addHandler(handler)
+    try:
+        assert main(["fit", "--config", config, *TINY]) == 0
+    finally:
+        logging.getLogger("lightning.pytorch").removeHandler(handler)
+    assert sum("`Trainer.fit` stopped" in n for n in notices) == 1, notices  # once, not again after the fit
     assert _warned(recwarn, "args parameter", "max_epochs") == []
     out = capsys.readouterr().out
     ckpt = Path("runs", "reinforce", "checkpoints", "last.ckpt")

@@ -134,3 +134,10 @@ def test_an_unknown_opponent_is_a_usage_error():
     with pytest.raises(SystemExit) as e:
         play_main(["--opponent", "nobody"], inp=io.StringIO(""), out=io.StringIO())
     assert e.value.code == 2
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**40)])
+def test_a_seed_out_of_range_is_refused_in_one_line(capsys, seed):
+    with pytest.raises(SystemExit):
+        play_main(["--seed", seed], inp=io.StringIO("quit\n"), out=io.StringIO())
+    assert f"--seed must be in 0..2**32-1, got {seed}" in capsys.readouterr().err

@@ -145,6 +145,43 @@ def test_float_and_nan_actions_are_refused_not_truncated():
 
 
 @pytest.mark.parametrize("validate", [True, False])
+@pytest.mark.parametrize(
+    "keep_format,keep_shape,box_shape,wrong",
+    [
+        ("pattern", (3, 1), (3,), "keep action has shape (3, 1); it must be (3,)"),
+        ("pattern", (3, 5), (3,), "keep action has shape (3, 5); it must be (3,)"),
+        ("bits", (3,), (3,), "keep action has shape (3,); it must be (3, 5)"),  # else read as patterns 0/1
+        ("bits", (3, 3), (3,), "keep action has shape (3, 3); it must be (3, 5)"),
+        ("pattern", (3,), (3, 13), "box action has shape (3, 13); it must be (3,)"),
+        ("bits", (3, 5), (3, 1), "box action has shape (3, 1); it must be (3,)"),
+    ],
+)
+def test_actions_of_the_wrong_shape_are_refused_by_name(validate, keep_format, keep_shape, box_shape, wrong):
+    env = YahtzeeEnv(3, keep_format=keep_format, validate_actions=validate, seed=0)
+    td = env.reset()
+    keep_dtype = torch.bool if keep_format == "bits" else torch.long
+    td[K.KEEP] = torch.zeros(keep_shape, dtype=keep_dtype)
+    td[K.BOX] = torch.zeros(box_shape, dtype=torch.long)
+    with pytest.raises(ValueError) as e:
+        env.step(td)
+    assert wrong in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("keep_format", ["pattern", "bits"])
+def test_an_action_entry_no_game_needs_may_be_left_out(keep_format):
+    env = YahtzeeEnv(2, keep_format=keep_format, seed=0)
+    td = env.reset()
+    td[K.KEEP] = torch.ones((2, 5) if keep_format == "bits" else (2,), dtype=torch.long)
+    td = env.step(td.exclude(K.BOX))["next"]  # rolling: no box needed
+    td = env.step(td.set(K.KEEP, td[K.ROLL] * 0 if keep_format == "pattern" else torch.zeros(2, 5, dtype=torch.long)))
+    td = td["next"].exclude(K.KEEP)  # scoring: no keep needed
+    td[K.BOX] = td[K.BOX_MASK].float().argmax(-1)
+    assert env.step(td)["next", K.ROLL].tolist() == [0, 0]
+    with pytest.raises(KeyError, match="needs it this step"):
+        env.step(env.reset())
+
+
+@pytest.mark.parametrize("validate", [True, False])
 def test_the_unused_action_slot_is_ignored(validate):
     env = YahtzeeEnv(2, validate_actions=validate, seed=0)
     td = env.reset()

@@ -88,6 +88,10 @@ def test_cli_names_bad_arguments(capsys):
     with pytest.raises(SystemExit):
         main(["evaluate", "--boxes", "13", "--games", "10"])
     assert "Rules.boxes" in capsys.readouterr().err
+    for players in ("0", "-2"):
+        with pytest.raises(SystemExit):
+            main(["evaluate", "--players", players, "--games", "10"])
+        assert f"--players must be >= 1, got {players}" in capsys.readouterr().err
 
 
 def test_optimal_agent_is_its_own_optimal_column(default_table):

@@ -9,6 +9,8 @@ every constructor argument is a YAML key or a dotted override (``--model.init_ar
 from __future__ import annotations
 
 import contextlib
+import difflib
+import logging
 import re
 import sys
 import warnings
@@ -17,6 +19,7 @@ from typing import Any
 from unittest import mock
 
 import lightning as L
+from jsonargparse import ArgumentError
 from lightning.pytorch.callbacks import TQDMProgressBar
 from lightning.pytorch.callbacks.progress import ProgressBar
 from lightning.pytorch.cli import LightningCLI
@@ -151,13 +154,19 @@ class _CLI(LightningCLI):
         config["ckpt_path"] = path
 
     def after_fit(self) -> None:
-        resume.ensure_final_evaluation(self.trainer, self.model)
+        with _quiet(_RANK_ZERO):  # the check reads ``fit_loop.done``, which would announce the stop a second time
+            resume.ensure_final_evaluation(self.trainer, self.model)
 
     def parse_arguments(self, parser: Any, args: Any) -> None:
         # The arguments are always given explicitly (the console script passes its own): hide
         # sys.argv while parsing so that LightningCLI does not warn about receiving both.
+        for p in (parser, *getattr(parser._subcommands_action, "_name_parser_map", {}).values()):
+            p.exit_on_error = False  # a bad argument raises here and ends in one line (parse_error), not a usage dump
         with mock.patch.object(sys, "argv", sys.argv[:1]):
-            super().parse_arguments(parser, args)
+            try:
+                super().parse_arguments(parser, args)
+            except ArgumentError as e:
+                usage_error(args[0] if args else None, parse_error(str(e)))
 
     def before_instantiate_classes(self) -> None:
         config = self.config.get(str(self.subcommand), self.config)
@@ -172,6 +181,69 @@ class _CLI(LightningCLI):
 def usage_error(subcommand: str | None, message: str) -> None:
     print(f"yahtzee-lightning {subcommand or 'fit'}: error: {message}", file=sys.stderr)
     raise SystemExit(2)
+
+
+_RANK_ZERO = "lightning.pytorch.utilities.rank_zero"
+
+
+@contextlib.contextmanager
+def _quiet(logger_name: str):
+    """Drop a logger's notices (below warnings) for the duration of the block."""
+    logger = logging.getLogger(logger_name)
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def parse_error(message: str) -> str:
+    """jsonargparse's report of a bad argument (usage, then every Union branch tried) as one line.
+
+    An unknown key names the nearest keys its class accepts; an ill-typed value names its key,
+    the value and the types accepted; anything else keeps jsonargparse's first and innermost lines.
+    """
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    unknown = re.search(r"Option '([^']+)' is not accepted", message)
+    owner = re.findall(r"class_path '([\w.]+)'", message)
+    if unknown and owner:
+        key, cls = unknown[1], owner[-1]
+        known = _class_keys(cls)
+        near = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(near)}?" if near else f"; {cls} accepts: {', '.join(known)}"
+        return f"unknown key {key!r} for {cls}{hint}"
+    keys = re.findall(r'Parser key "([^"]+)"', message)
+    if len(keys) > 1:  # an init argument of the wrong type: the innermost report, its key, value and types
+        inner = [line.strip() for line in message.rsplit(f'Parser key "{keys[-1]}":', 1)[1].splitlines()]
+        given = next((line.split(":", 1)[1].strip() for line in inner if line.startswith("Given value:")), None)
+        subtypes = next((line.split(":", 1)[1].strip() for line in inner if line.startswith("Subtypes:")), None)
+        if given is not None and subtypes is not None:
+            return f"{keys[-1]}: {given!r} is not a valid value (it must be one of {_type_names(subtypes)})"
+        expected = re.match(r"Expected an? (.+?)\. Got value: (.*)", next((x for x in inner if x), ""))
+        if expected:
+            return f"{keys[-1]}: {expected[2]!r} is not a valid value (it must be {_type_names(expected[1])})"
+    rest = [
+        x
+        for x in lines[1:]
+        if not x.startswith(("Given value", "Subtypes", "Errors", "- Expected a <class 'NoneType'>"))
+    ]
+    return " ".join(lines[:1] + rest[-1:])
+
+
+def _type_names(types: str) -> str:
+    """``[<class 'int'>, typing.Any]`` as ``int, Any``."""
+    return re.sub(r"<class '(?:[\w.]+\.)?(\w+)'>", r"\1", types).replace("typing.", "").strip("[]")
+
+
+def _class_keys(class_path: str) -> list[str]:
+    """The init arguments jsonargparse accepts for a class (``**kwargs`` followed), in its order."""
+    from jsonargparse import ArgumentParser
+    from jsonargparse._util import import_object
+
+    parser = ArgumentParser(exit_on_error=False)
+    parser.add_class_arguments(import_object(class_path), "m")
+    return [a.dest[2:] for a in parser._actions if a.dest.startswith("m.")]
 
 
 class _NoCloudTip:

@@ -8,6 +8,7 @@ import sys
 from dataclasses import asdict
 from typing import TextIO
 
+from ..cli import check_seed
 from ..evaluation.cli import add_rules_arguments, player_rules, rules_from_args
 from ..game import Rules
 from ..players.base import Player
@@ -24,6 +25,8 @@ def _table(rules: Rules) -> OptimalTable:
 
 def _setup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[Rules, OptimalTable, Player | None]:
     """The game's rules (an agent's own), the optimal table and the opponent, or a usage error."""
+    if args.seed is not None:  # a negative seed would otherwise fail deep inside torch, or not at all
+        check_seed(args.seed, parser)
     rules = rules_from_args(args, parser)
     opponent = None
     if args.opponent:

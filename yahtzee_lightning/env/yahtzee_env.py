@@ -114,6 +114,9 @@ class YahtzeeEnv(EnvBase):
             self._generator = torch.Generator(device=self.device)
             self._generator.manual_seed(int(torch.empty((), dtype=torch.int64).random_()) if seed is None else seed)
         self._make_specs()
+        # The shape a keep action must have (checked every step, always: a cheap comparison).
+        bits = self.keep_format == "bits"
+        self._keep_shape = torch.Size([*self.batch_size, N_DICE]) if bits else self.batch_size
         self._state: GameState | None = None
         self._score: torch.Tensor | None = None  # each game's total, kept up to date by its rewards
         # Every keep is always legal: one all-True mask, shared by every observation (never written).
@@ -197,14 +200,16 @@ class YahtzeeEnv(EnvBase):
         rolling = state.roll < N_ROLLS - 1
         keep = self._action(tensordict, K.KEEP, rolling)
         box = self._action(tensordict, K.BOX, ~rolling)
+        if keep.shape != self._keep_shape or box.shape != self.batch_size:
+            self._raise_shape(keep, box)
         if self.validate_actions:
             self._check_dtypes(keep, box)
-        if self.keep_format == "bits" and keep.dim() > len(self.batch_size):
+        if self.keep_format == "bits":
             keep = engine.keep_bits_to_pattern(keep)
         if self.validate_actions:
             self._check_range(keep, box, state)
-        box = torch.where(rolling, 0, box.reshape(self.batch_size))  # the unused slot is ignored, whatever it holds
-        result = engine.step(state, keep.reshape(self.batch_size), box, self.rules, self._generator)
+        box = torch.where(rolling, 0, box)  # the unused slot is ignored, whatever it holds
+        result = engine.step(state, keep, box, self.rules, self._generator)
         if self.validate_actions and not bool(result.legal.all()):
             self._raise_illegal(state, box, result.legal)
         next_state = result.state
@@ -229,7 +234,14 @@ class YahtzeeEnv(EnvBase):
         if bool(needed.any()):
             i = int(needed.nonzero()[0, 0])
             raise KeyError(f"the action has no {key!r} entry, but game {i} needs it this step")
-        return torch.zeros(self.batch_size, dtype=torch.int64, device=self.device)
+        shape = self._keep_shape if key == K.KEEP else self.batch_size
+        return torch.zeros(shape, dtype=torch.int64, device=self.device)
+
+    def _raise_shape(self, keep: torch.Tensor, box: torch.Tensor) -> None:
+        """A keep or box of another shape than the spec's: refused, never broadcast or reinterpreted."""
+        for name, value, want in (("keep", keep, self._keep_shape), ("box", box, self.batch_size)):
+            if value.shape != want:
+                raise ValueError(f"the {name} action has shape {tuple(value.shape)}; it must be {tuple(want)}")
 
     def _check_dtypes(self, keep: torch.Tensor, box: torch.Tensor) -> None:
         """Actions are indices: a float (or NaN) is refused, never truncated into another action."""

@@ -117,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--games must be >= 1, got {args.games}")
     if args.batch_size < 1:
         parser.error(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.players < 1:  # 0 or fewer players would otherwise be read as a solo evaluation
+        parser.error(f"--players must be >= 1, got {args.players}")
     check_seed(args.seed, parser)
     device_from_args(args.device, parser)
     rules = rules_from_args(args, parser)
