@@ -336,6 +336,18 @@ def test_a_damaged_blob_in_the_hub_cache_is_downloaded_again_never_loaded(tmp_pa
     assert run.returncode == 0 and "downloading again" in run.stderr
     _assert_same_weights(load_file(loaded), load_file(folder / "model.safetensors"))
     assert blob.read_bytes() == weights  # the cache is repaired
+    # A plain file in the snapshot where the cache keeps a link: nothing vouches for it.
+    link = next((Path(hub_env["HF_HOME"]) / "hub" / "models--alice--tiny" / "snapshots").glob("*/config.json"))
+    text = link.read_text()
+    link.unlink()
+    link.write_text(text)
+    loaded.unlink()
+    out = _python(["-c", _LOAD, str(loaded)], dict(hub_env, HF_HUB_OFFLINE="1"), tmp_path)
+    assert "config.json do not match their hub checksum (damaged, or not a link" in out and not loaded.exists()
+    run = subprocess.run(
+        [sys.executable, "-c", _LOAD, str(loaded)], env=hub_env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert run.returncode == 0 and "downloading again" in run.stderr and link.is_symlink()
 
 
 def test_damaged_files_checks_sha256_and_git_blob_names(tmp_path):
@@ -357,6 +369,9 @@ def test_damaged_files_checks_sha256_and_git_blob_names(tmp_path):
     for blob in names.values():
         (blobs / blob).write_bytes(data.replace(b"1", b"2"))
     assert damaged_files(snapshot) == ["a.json", "b.bin"]
+    (snapshot / "c.json").write_bytes(data)  # a plain file: nothing vouches for it, unless just downloaded
+    assert damaged_files(snapshot) == ["a.json", "b.bin", "c.json"]
+    assert damaged_files(snapshot, plain_ok=True) == ["a.json", "b.bin"]
 
 
 def test_cli_verbs_end_bad_input_and_an_unreachable_hub_in_one_line(tmp_path, hub_env, capsys):

@@ -225,7 +225,8 @@ def resolve_folder(
     """A local agent folder as is; a hub id downloaded (or found in the cache when offline).
 
     Every downloaded file is checked against its hub checksum (:func:`damaged_files`): a damaged
-    one is downloaded again with a warning, or, offline, is an ``AgentFormatError``. Hub failures
+    one, or a plain file where the cache keeps a link to a checked blob, is downloaded again with a
+    warning, or, offline, is an ``AgentFormatError``. Hub failures
     that mean "no such agent" become ``AgentNotFoundError``; other network errors (a server
     error, a refused token) pass through unchanged.
     """
@@ -267,14 +268,18 @@ def resolve_folder(
 
             if local_files_only or is_offline_mode():
                 raise AgentFormatError(
-                    f"{id_or_path}: the cached {', '.join(damaged)} do not match their hub checksum (damaged); "
+                    f"{id_or_path}: the cached {', '.join(damaged)} do not match their hub checksum (damaged, "
+                    "or not a link to a checked blob); "
                     "go online to download them again"
                 )
             logging.getLogger(__name__).warning(
                 "warning: %s: cached %s do not match their hub checksum; downloading again", id_or_path, damaged
             )
+            for name in damaged:  # a plain file is not replaced by a new download: remove it (it is the cache's)
+                if not (folder / name).is_symlink():
+                    (folder / name).unlink()
             folder = download(force=True)
-            if damaged := damaged_files(folder):
+            if damaged := damaged_files(folder, plain_ok=True):
                 raise AgentFormatError(f"{id_or_path}: {', '.join(damaged)} do not match their hub checksum")
     except HFValidationError as e:
         raise AgentNotFoundError(f"{id_or_path}: no such agent folder, and not a hub repo id ({e})") from e
@@ -289,16 +294,21 @@ def resolve_folder(
     return folder
 
 
-def damaged_files(folder: Path) -> list[str]:
+def damaged_files(folder: Path, plain_ok: bool = False) -> list[str]:
     """Files of a hub snapshot whose content does not match the name of their blob in the HF cache.
 
     The cache names a blob by its hub checksum: the sha256 for LFS files (the weights), the git
-    blob id (sha1) for the others. A file that is not a link into the cache's blobs (a cache
-    without symlinks) has nothing to be checked against and is left to the format checks.
+    blob id (sha1) for the others. A plain file where the cache keeps a link has nothing to be
+    checked against: it counts as damaged, unless ``plain_ok`` (a file just downloaded again, in
+    a cache that cannot make links).
     """
     damaged = []
     for f in sorted(folder.rglob("*")):
-        if not f.is_symlink() or not f.is_file():
+        if not f.is_file():
+            continue
+        if not f.is_symlink():
+            if not plain_ok:
+                damaged.append(f.relative_to(folder).as_posix())
             continue
         blob, data = f.resolve().name, f.read_bytes()
         if len(blob) == 64:
