@@ -220,7 +220,7 @@ def _status_lines(ctx: Context) -> list[str]:
         pending = [n for n, c in zip(names, ids, strict=True) if c in waiting]
         lines.append(
             f"Still running: {len(waiting)} of {members['cell'].nunique()} cells have members not finished; the "
-            "exhibits and claims show the finished members only, and these cells are pending:"
+            "exhibits and claims show the finished members only. Pending, by ablation (a shared cell under each):"
         )
         lines += [f"* pending: {name}" for name in pending] + [""]
     for _, row in members[members["status"] == "failed"].drop_duplicates("run_dir").iterrows():
