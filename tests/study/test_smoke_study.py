@@ -1,5 +1,6 @@
 """The smoke study end to end on a local Ray instance: run, kill in the middle, resume, report."""
 
+import contextlib
 import json
 import os
 import shutil
@@ -44,11 +45,13 @@ def test_the_smoke_study_runs_is_killed_resumes_and_reports(tmp_path, default_ta
     while caught is None and first.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
         caught = _caught_in_the_middle(out)
+    with contextlib.suppress(ProcessLookupError):  # before the assert: a failed test leaves no study running
+        os.killpg(first.pid, signal.SIGKILL)
     assert caught is not None, "the study ended (or hung) before a run could be caught in the middle"
-    os.killpg(first.pid, signal.SIGKILL)
     first.wait()
     finished = {p: p.read_text() for p in out.glob("runs/*/*/final.json")}
     mtimes = {p: p.stat().st_mtime_ns for p in finished}
+    _a_report_of_the_finished_cells_names_the_pending_ones(out, tmp_path / "partial")
 
     second = _study("run", str(SMOKE), "--out", str(out), "--cpus", "2", stderr=subprocess.PIPE)
     _, err = second.communicate(timeout=240)
@@ -86,6 +89,20 @@ def test_the_smoke_study_runs_is_killed_resumes_and_reports(tmp_path, default_ta
     _the_report_says_what_it_shows(out, finals)
 
 
+def _a_report_of_the_finished_cells_names_the_pending_ones(out: Path, partial: Path) -> None:
+    """A copy of the killed study (no checkpoints, no Ray folder) reports what is finished, names what is not."""
+    from yahtzee_lightning.study.report import write_report
+
+    shutil.copytree(out, partial, ignore=shutil.ignore_patterns("ray", "*.ckpt"))
+    index = write_report(partial).read_text()
+    assert "Still running:" in index and "* pending: " in index
+    rows = [r.split(" | ") for r in (partial / "report" / "claims.md").read_text().splitlines()[2:]]
+    # Cells are ranked by their finished members only: every ordering is a non-negative difference or pending.
+    for row in rows:
+        if row[0] != "| against greedy":
+            assert row[2].startswith("+") and "nan" not in row[2] or row[3].startswith("pending"), row
+
+
 def _figure_text(path: Path) -> dict[str, str]:
     """What a report's PNG says it draws (its legend entries and axes), from the file's text chunks."""
     from PIL import Image
@@ -100,6 +117,7 @@ def _the_report_says_what_it_shows(out: Path, finals: pd.DataFrame) -> None:
     # Intervals: Student's t over the n = 2 seeds of every cell, and the captions say so.
     assert "1.96" not in index and "95 % Student's t interval with n - 1 degrees of freedom" in index
     assert "mean over n = 2 seeds a cell" in index and "(1 df)" in index
+    assert "positive where it was still rising" in index  # every learning curve's end says so
     # Legends say what each line trains: the algorithm and its advantage, not a config file's name.
     f1 = _figure_text(report / "F1.png")["Legend"].split(" | ")
     assert {"REINFORCE", "A2C, GAE(0.95)", "PPO, GAE(0.95)"} <= set(f1) and "a2c_cpu" not in " ".join(f1)

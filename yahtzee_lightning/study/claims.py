@@ -6,6 +6,7 @@ the difference of means with its 95 % interval. Each agent of T1 is tested again
 player's mean on the reference games (a one-sample t-test over its seeds). A difference whose
 interval holds 0 is "not resolved at this n": the seeds cannot tell the two apart, which is not
 the same as showing they are equal (the interval says how large a difference is still possible).
+A cell with no finished seed yet (a study still running) is listed as pending, never ranked.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from .context import Context, Series, agents, markdown_table
 from .stats import against, welch
 
 RESOLVED_NOT = "not resolved at this n"
+PENDING = "pending: not judged"
 
 
 def ordering_claims(ctx: Context, ablation: str) -> list[list[str]]:
     """Rows for one ablation: each cell against the next one down, and the first against the last."""
-    ranked = [s for s in ctx.series(ablation) if not s.finals.empty and "mean_score" in s.finals]
+    series = ctx.series(ablation)
+    ranked = [s for s in series if finished(s)]
     ranked.sort(key=lambda s: -s.finals["mean_score"].mean())
     pairs: list[tuple[Series, Series]] = list(zip(ranked, ranked[1:], strict=False))
     if len(ranked) > 2:
@@ -30,7 +33,12 @@ def ordering_claims(ctx: Context, ablation: str) -> list[list[str]]:
         c = welch(a.finals["mean_score"], b.finals["mean_score"])
         verdict = f"**{a.label} > {b.label}**" if c.resolved else RESOLVED_NOT
         rows.append([ablation, f"{a.label} vs {b.label}", c.text(), verdict])
-    return rows
+    return rows + [[ablation, s.label, "no finished seed yet", PENDING] for s in series if not finished(s)]
+
+
+def finished(s: Series) -> bool:
+    """Whether a cell has at least one member's final mean score (a study still running has cells without)."""
+    return "mean_score" in s.finals and bool(s.finals["mean_score"].notna().any())
 
 
 def greedy_claims(ctx: Context, ablations: list[str]) -> list[list[str]]:

@@ -92,6 +92,10 @@ class Context:
         """Budget, seeds (and how the intervals over them are made) and games of the cells behind an exhibit."""
         cells = [self.study.cells[c] for a in ablations for c, _ in self.study.ablations[a].cells]
         seeds = {len(self.study.ablations[a].seeds) for a in ablations}
+        t = self.table  # a study still running: the n of the finished seeds, not the planned one
+        done = t[(t["stage"] == "final") & (t["status"] == "done") & t["cell"].isin({c.id for c in cells})]
+        if done["cell"].nunique() and done.groupby("cell")["seed"].nunique().lt(max(seeds)).any():
+            seeds = set(done.groupby("cell")["seed"].nunique())
 
         def values(name: str) -> str:
             return " / ".join(f"{v:,}" for v in sorted({getattr(c, name) for c in cells}))

@@ -42,6 +42,9 @@ def draw_curves(metric: str, ylabel: str, refs: bool = True) -> Callable[[Contex
             (line,) = ax.plot(games, scale * mean, marker="o", markersize=3, label=s.label)
             ax.fill_between(games, scale * low, scale * high, color=line.get_color(), alpha=0.2)
             top.append(float(np.nanmax(scale * high)))
+            change = last_quarter_change(games, scale * mean)
+            if change is not None:  # was it still rising when training stopped?
+                ax.annotate(f"{change:+.3g}", (games[-1], scale * mean[-1]), fontsize=6, color=line.get_color())
         if refs:
             top += reference_lines(ax, ctx, metric)
         ax.set_xlabel("games trained")
@@ -54,6 +57,16 @@ def draw_curves(metric: str, ylabel: str, refs: bool = True) -> Callable[[Contex
         return points
 
     return draw
+
+
+def last_quarter_change(games: np.ndarray, values: np.ndarray) -> float | None:
+    """A curve's change over the last quarter of its training: from the evaluation nearest 75 % of
+    its games to the last one (positive: still rising when it stopped); None with one evaluation."""
+    if len(games) < 2 or not np.isfinite(values[-1]):
+        return None
+    start = int(np.argmin(np.abs(np.asarray(games, dtype=float) - 0.75 * games[-1])))
+    start = min(start, len(games) - 2)
+    return float(values[-1] - values[start]) if np.isfinite(values[start]) else None
 
 
 def draw_bars(metrics: tuple[tuple[str, str], ...]) -> Callable[[Context, list[str], Path], int]:

@@ -117,7 +117,11 @@ EXHIBITS: dict[str, Exhibit] = {
 assert set(EXHIBITS) == set(EXHIBIT_IDS), "every exhibit id has its drawing"
 
 
-CURVE = "Each line: a cell's {what} at each evaluation during training, mean over its seeds; band: its interval."
+CURVE = (
+    "Each line: a cell's {what} at each evaluation during training, mean over its seeds; band: its interval. The "
+    "number at a line's end: its change over the last quarter of training (from the evaluation nearest 75 % of its "
+    "games to the last), positive where it was still rising when training stopped."
+)
 LEGEND = "The legend names what each line trains: the algorithm and its advantage (TD(0), GAE(lambda), Monte Carlo)."
 NOTES = {
     "S1": CURVE.format(what="single-turn score (points in one turn from a random partly filled card)")
@@ -222,6 +226,16 @@ def _status_lines(ctx: Context) -> list[str]:
             took = f"{r['wall_clock_s'] / 60:.1f} min" if r["wall_clock_s"] is not None else "killed (no wall clock)"
             lines.append(f"* {r['started']}, {took}, {r['cpus']} CPUs on {r['machine']}: `{r['command']}`")
         lines.append("")
+    waiting = set(members.loc[members["status"].isin(["pending", "unfinished"]), "cell"])
+    if waiting:
+        names = [f"{ab.name}: {ctx.label(c, labels)}" for ab in ctx.study.ablations.values() for c, labels in ab.cells]
+        ids = [c for ab in ctx.study.ablations.values() for c, _ in ab.cells]
+        pending = [n for n, c in zip(names, ids, strict=True) if c in waiting]
+        lines.append(
+            f"Still running: {len(waiting)} of {members['cell'].nunique()} cells have members not finished; the "
+            "exhibits and claims show the finished members only. Pending, by ablation (a shared cell under each):"
+        )
+        lines += [f"* pending: {name}" for name in pending] + [""]
     for _, row in members[members["status"] == "failed"].drop_duplicates("run_dir").iterrows():
         lines.append(f"* failed: `{row['run_dir']}`: {row['error']}")
     return lines + ([""] if len(lines) > 2 else [])
