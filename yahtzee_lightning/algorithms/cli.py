@@ -166,6 +166,8 @@ class _CLI(LightningCLI):
             try:
                 super().parse_arguments(parser, args)
             except ArgumentError as e:
+                if not isinstance(args, (list, tuple)):  # a config dict (a study's check): its caller words it
+                    raise
                 usage_error(args[0] if args else None, parse_error(str(e)))
 
     def before_instantiate_classes(self) -> None:
