@@ -44,7 +44,18 @@ def draw_curves(metric: str, ylabel: str, refs: bool = True) -> Callable[[Contex
             top.append(float(np.nanmax(scale * high)))
             change = last_quarter_change(games, scale * mean)
             if change is not None:  # was it still rising when training stopped?
-                ax.annotate(f"{change:+.3g}", (games[-1], scale * mean[-1]), fontsize=6, color=line.get_color())
+                end = (games[-1], scale * mean[-1])
+                ax.annotate(
+                    f"{change:+.3g}",
+                    end,
+                    xytext=(4, 0),
+                    textcoords="offset points",
+                    fontsize=7,
+                    va="center",
+                    color=line.get_color(),
+                    annotation_clip=False,
+                )
+        ax.margins(x=0.08)  # room for the end labels inside the axes
         if refs:
             top += reference_lines(ax, ctx, metric)
         ax.set_xlabel("games trained")
