@@ -77,7 +77,7 @@ def test_every_config_trains_and_checkpoints(tmp_path, config, monkeypatch):
     ]
     base = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
     assert main(["fit", "--config", str(ROOT / "conf" / config), *_tiny_overrides(config), *base, *logs]) == 0
-    ckpt = torch.load(tmp_path / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
+    ckpt = torch.load(tmp_path / "checkpoints" / "version_0" / "last.ckpt", map_location="cpu", weights_only=True)
     assert int(ckpt["state_dict"]["updates_done"]) == 6  # 48 games in batches of 8
     assert ckpt["epoch"] == 2
 
@@ -167,7 +167,7 @@ def test_one_log_folder_per_run_no_preventable_warnings_and_the_next_steps(tmp_p
     assert sum("`Trainer.fit` stopped" in n for n in notices) == 1, notices  # once, not again after the fit
     assert _warned(recwarn, "args parameter", "max_epochs") == []
     out = capsys.readouterr().out
-    ckpt = Path("runs", "reinforce", "checkpoints", "last.ckpt")
+    ckpt = Path("runs", "reinforce", "checkpoints", "version_0", "last.ckpt")
     assert f"checkpoint: {ckpt}" in out and f"yahtzee-lightning export {ckpt} my-agent" in out
     assert main(["fit", "--config", config, *TINY]) == 0  # a second run: the next folder, for both loggers
     logs = tmp_path / "runs" / "reinforce" / "lightning_logs"
@@ -181,14 +181,18 @@ def test_resume_from_last_checkpoint_keeps_schedules_and_counts(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     # A run stopped after its first interval (as if killed), then resumed to the end.
     assert _fit(tmp_path / "a", "a2c.yaml", "--trainer.max_epochs=1") == 0
-    part = torch.load(tmp_path / "a" / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
+    part = torch.load(tmp_path / "a" / "checkpoints" / "version_0" / "last.ckpt", map_location="cpu", weights_only=True)
     assert int(part["state_dict"]["updates_done"]) == 2
     assert _fit(tmp_path / "a", "a2c.yaml", "--ckpt_path=last") == 0
     assert _warned(recwarn, "exists and is not empty") == []  # its own checkpoints: expected when resuming
-    resumed = torch.load(tmp_path / "a" / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
+    resumed = torch.load(
+        tmp_path / "a" / "checkpoints" / "version_0" / "last.ckpt", map_location="cpu", weights_only=True
+    )
     # The same run without interruption.
     assert _fit(tmp_path / "b", "a2c.yaml") == 0
-    whole = torch.load(tmp_path / "b" / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
+    whole = torch.load(
+        tmp_path / "b" / "checkpoints" / "version_0" / "last.ckpt", map_location="cpu", weights_only=True
+    )
     assert int(resumed["state_dict"]["updates_done"]) == int(whole["state_dict"]["updates_done"]) == 6
     assert resumed["global_step"] == whole["global_step"]
     assert resumed["lr_schedulers"][0]["last_epoch"] == whole["lr_schedulers"][0]["last_epoch"]

@@ -139,6 +139,8 @@ def test_a_trial_logs_and_checkpoints_in_its_run_folder(tmp_path):
     assert loggers[-1]["class_path"].endswith("LatestMetrics")  # what an ensemble logs per member
     dirpaths = [cb["init_args"].get("dirpath") for cb in config["trainer"]["callbacks"]]
     assert str(tmp_path / "run" / "checkpoints") in dirpaths
+    saving = [cb for cb in config["trainer"]["callbacks"] if cb["class_path"].endswith("RunCheckpoint")]
+    assert saving and all(cb["init_args"]["runs_apart"] is False for cb in saving)  # one run per trial folder
     assert config["trainer"]["callbacks"][-1]["class_path"].endswith("StudyRecorder")
 
 

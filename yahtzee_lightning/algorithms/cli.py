@@ -25,6 +25,7 @@ from lightning.pytorch.callbacks.progress import ProgressBar
 from lightning.pytorch.cli import LightningCLI
 
 from . import resume
+from .checkpoint import is_run_checkpoint
 
 # Loggers (CSV + TensorBoard) and checkpointing (every epoch = every evaluation interval, plus
 # ``last.ckpt`` every few minutes for ``--ckpt_path last``: ``RunCheckpoint``) are set in each YAML under conf/.
@@ -73,8 +74,9 @@ def trainer_overrides(model: Any, trainer_config: dict[str, Any]) -> dict[str, A
     return out
 
 
-def share_log_version(trainer_config: Any) -> None:
-    """Give every logger that versions itself the same next free version: one folder per run.
+def share_run_version(trainer_config: Any, checkpoint_folders: list[Path]) -> int:
+    """The run's version K: the next free one among the loggers' ``version_N`` folders and the
+    checkpoint folders' (one folder per run for both), given to every logger that versions itself.
 
     CSVLogger and TensorBoardLogger under the same ``save_dir``/``name`` would each pick the next
     free ``version_N``, the second one after the first had taken it (CSV in version_0,
@@ -83,15 +85,39 @@ def share_log_version(trainer_config: Any) -> None:
     loggers = trainer_config.get("logger")
     loggers = loggers if isinstance(loggers, list) else [loggers]
     open_ = [lg.init_args for lg in loggers if hasattr(lg, "init_args") and _versions_itself(lg.init_args)]
-    if not open_:
-        return
-    taken = [-1]
+    roots = [Path(args.save_dir) / (args.get("name") or "") for args in open_] + checkpoint_folders
+    version = max([-1, *(k for root in roots for k in resume.run_versions(root))]) + 1
     for args in open_:
-        root = Path(args.save_dir) / (args.get("name") or "")
-        if root.is_dir():
-            taken += [int(m[1]) for p in root.iterdir() if (m := re.fullmatch(r"version_(\d+)", p.name))]
-    for args in open_:
-        args.version = max(taken) + 1
+        args.version = version
+    return version
+
+
+def place_run(config: Any) -> dict[str, Any] | None:
+    """Resolve ``--ckpt_path`` and give the run its folders; the checkpoint resumed, or None.
+
+    A ``RunCheckpoint`` with ``runs_apart`` writes into ``DIRPATH/version_K``: K the run's log
+    version for a new run; a resumed run keeps the folder of the checkpoint it resumes (also one in
+    the flat layout of older runs). Its logs take the next free version (Lightning's CSV logger
+    would overwrite an existing version's metrics).
+    """
+    callbacks = config.trainer.get("callbacks") or []
+    callbacks = [cb for cb in (callbacks if isinstance(callbacks, list) else [callbacks]) if hasattr(cb, "init_args")]
+    saving = [cb for cb in callbacks if cb.init_args.get("dirpath")]
+    apart = [cb.init_args for cb in saving if cb.init_args.get("runs_apart") and is_run_checkpoint(cb.class_path)]
+    bases = [Path(args.dirpath) for args in apart]
+    flat = [Path(cb.init_args.dirpath) for cb in saving if all(cb.init_args is not args for args in apart)]
+    path, ckpt = resume.resolve_ckpt_path(config.get("ckpt_path"), bases, flat)
+    config.ckpt_path = path
+    version = share_run_version(config.trainer, bases)
+    resumed = Path(path).resolve().parent if path and path != "last" else None
+    if resumed is not None and resumed in [base.resolve() for base in bases]:
+        return ckpt  # a run of the flat layout goes on there
+    run = f"version_{version}"
+    if resumed is not None and resumed.parent in [base.resolve() for base in bases]:
+        run = resumed.name if resume.RUN_FOLDER.fullmatch(resumed.name) else run
+    for args, base in zip(apart, bases, strict=True):
+        args.dirpath = str(base / run)
+    return ckpt
 
 
 def _versions_itself(init_args: Any) -> bool:
@@ -130,6 +156,8 @@ class _CLI(LightningCLI):
     """LightningCLI that enforces the resume rule (``resume.py``), ends bad settings in one line
     and gives Lightning nothing to warn about (see the functions above)."""
 
+    _resumed: dict[str, Any] | None = None  # the checkpoint ``--ckpt_path`` resumes (``place_run``)
+
     def _parse_ckpt_path(self) -> None:
         """Off: LightningCLI would overwrite the config's model settings with a named checkpoint's,
         silently dropping overrides (and not for ``last``). The rule instead: the config as given,
@@ -144,14 +172,11 @@ class _CLI(LightningCLI):
             usage_error(self.subcommand, str(e))
 
     def before_fit(self) -> None:
-        config = self.config_init[self.subcommand]
-        try:
-            path, ckpt = resume.resolve_ckpt_path(config.get("ckpt_path"), self.trainer)
-            if ckpt is not None:
-                resume.check_overrides(self.model, ckpt, path)
-        except resume.ResumeError as e:
-            usage_error(self.subcommand, str(e))
-        config["ckpt_path"] = path
+        if self._resumed is not None:  # resolved with the run's folders (place_run)
+            try:
+                resume.check_overrides(self.model, self._resumed, self.config_init[self.subcommand]["ckpt_path"])
+            except resume.ResumeError as e:
+                usage_error(self.subcommand, str(e))
 
     def after_fit(self) -> None:
         with _quiet(_RANK_ZERO):  # the check reads ``fit_loop.done``, which would announce the stop a second time
@@ -172,7 +197,10 @@ class _CLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         config = self.config.get(str(self.subcommand), self.config)
-        share_log_version(config.trainer)
+        try:
+            self._resumed = place_run(config)
+        except resume.ResumeError as e:
+            usage_error(self.subcommand, str(e))
         expect_checkpoints_when_resuming(config)
 
     def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
