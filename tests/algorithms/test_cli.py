@@ -104,6 +104,11 @@ def test_unknown_and_ill_typed_keys_name_themselves(tmp_path, capsys, monkeypatc
             "ensemble: 'abc' is not a valid value (it must be one of int, list[dict[str, Any]]",
         ),
         (["--model.init_args.d_h=wide"], "d_h: 'wide' is not a valid value (it must be int)"),
+        (  # a prefix of a trainer key: named, not taken for the key (argparse's abbreviations are off)
+            ["--trainer.max_epoch", "3"],
+            "unknown key 'trainer.max_epoch' for --trainer; did you mean trainer.max_epochs",
+        ),
+        (["--trainr.max_epochs=3"], "unknown key 'trainr.max_epochs' for fit; did you mean trainer.max_epochs"),
         (["--config=missing.yaml"], "File does not exist: "),
     ],
 )
@@ -124,6 +129,12 @@ def test_a_key_typo_inside_a_yaml_config_names_the_nearest_keys(tmp_path, capsys
     assert "unknown key 'games_per_btach'" in err and "did you mean games_per_batch" in err and err.count("\n") == 1, (
         err
     )
+    config.write_text("trainer:\n  max_epoch: 3\nmodel:\n  class_path: yahtzee_lightning.algorithms.A2C\n")
+    with pytest.raises(SystemExit):
+        main(["fit", "--config", str(config)])
+    err = capsys.readouterr().err
+    assert "unknown key 'trainer.max_epoch' for --trainer; did you mean trainer.max_epochs" in err, err
+    assert err.count("\n") == 1, err
 
 
 def test_trainer_overrides_budget_epochs_and_a_terminal_only_bar(monkeypatch):

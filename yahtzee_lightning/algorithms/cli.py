@@ -185,15 +185,19 @@ class _CLI(LightningCLI):
     def parse_arguments(self, parser: Any, args: Any) -> None:
         # The arguments are always given explicitly (the console script passes its own): hide
         # sys.argv while parsing so that LightningCLI does not warn about receiving both.
-        for p in (parser, *getattr(parser._subcommands_action, "_name_parser_map", {}).values()):
+        subparsers = getattr(parser._subcommands_action, "_name_parser_map", {})
+        for p in (parser, *subparsers.values()):
             p.exit_on_error = False  # a bad argument raises here and ends in one line (parse_error), not a usage dump
+            p.allow_abbrev = False  # ``--trainer.max_epoch`` is a typo to name, not ``max_epochs`` abbreviated
+            p._allow_abbrev_given = True  # (jsonargparse's notice that abbreviations are deprecated: moot)
         with mock.patch.object(sys, "argv", sys.argv[:1]):
             try:
                 super().parse_arguments(parser, args)
             except ArgumentError as e:
                 if not isinstance(args, (list, tuple)):  # a config dict (a study's check): its caller words it
                     raise
-                usage_error(args[0] if args else None, parse_error(str(e)))
+                given = subparsers.get(args[0], parser) if args else parser
+                usage_error(args[0] if args else None, parse_error(str(e), _options(given)))
 
     def before_instantiate_classes(self) -> None:
         config = self.config.get(str(self.subcommand), self.config)
@@ -228,21 +232,24 @@ def _quiet(logger_name: str):
         logger.setLevel(level)
 
 
-def parse_error(message: str) -> str:
+def parse_error(message: str, options: list[str] | None = None) -> str:
     """jsonargparse's report of a bad argument (usage, then every Union branch tried) as one line.
 
-    An unknown key names the nearest keys its class accepts; an ill-typed value names its key,
-    the value and the types accepted; anything else keeps jsonargparse's first and innermost lines.
+    An unknown key names the nearest keys its class accepts (a model's) or the parser's
+    ``options`` (``trainer.*``, ...); an ill-typed value names its key, the value and the types
+    accepted; anything else keeps jsonargparse's first and innermost lines.
     """
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     unknown = re.search(r"Option '([^']+)' is not accepted", message)
     owner = re.findall(r"class_path '([\w.]+)'", message)
     if unknown and owner:
-        key, cls = unknown[1], owner[-1]
-        known = _class_keys(cls)
-        near = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
-        hint = f"; did you mean {', '.join(near)}?" if near else f"; {cls} accepts: {', '.join(known)}"
-        return f"unknown key {key!r} for {cls}{hint}"
+        return unknown_key(unknown[1], owner[-1], _class_keys(owner[-1]))
+    unrecognized = re.search(r"nrecognized arguments: --([^\s=]+)|does not accept option '([^']+)'", message)
+    if unrecognized and options:  # on the command line, or in a YAML (a dict: "Group 'trainer' does not ...")
+        in_group = re.search(r"Group '([\w.]+)' does not accept", message)
+        key = f"{in_group[1]}." * bool(in_group) + (unrecognized[1] or unrecognized[2])
+        group = [o for o in options if o.split(".")[0] == key.split(".")[0]]  # trainer.max_epoch: trainer.*
+        return unknown_key(key, f"--{key.split('.')[0]}" if group else "fit", group or options)
     keys = re.findall(r'Parser key "([^"]+)"', message)
     if len(keys) > 1:  # an init argument of the wrong type: the innermost report, its key, value and types
         inner = [line.strip() for line in message.rsplit(f'Parser key "{keys[-1]}":', 1)[1].splitlines()]
@@ -259,6 +266,18 @@ def parse_error(message: str) -> str:
         if not x.startswith(("Given value", "Subtypes", "Errors", "- Expected a <class 'NoneType'>"))
     ]
     return " ".join(lines[:1] + rest[-1:])
+
+
+def unknown_key(key: str, owner: str, known: list[str]) -> str:
+    """An unknown key in one line: the nearest keys ``owner`` accepts, or all of them."""
+    near = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(near)}?" if near else f"; {owner} accepts: {', '.join(known)}"
+    return f"unknown key {key!r} for {owner}{hint}"
+
+
+def _options(parser: Any) -> list[str]:
+    """A parser's long options without their dashes (``trainer.max_epochs``, ``ckpt_path``, ...)."""
+    return [s[2:] for a in parser._actions for s in a.option_strings if s.startswith("--") and s != "--help"]
 
 
 def _type_names(types: str) -> str:
