@@ -247,7 +247,7 @@ def parse_error(message: str, options: list[str] | None = None) -> str:
     unrecognized = re.search(r"nrecognized arguments: --([^\s=]+)|does not accept option '([^']+)'", message)
     if unrecognized and options:  # on the command line, or in a YAML (a dict: "Group 'trainer' does not ...")
         in_group = re.search(r"Group '([\w.]+)' does not accept", message)
-        key = f"{in_group[1]}." * bool(in_group) + (unrecognized[1] or unrecognized[2])
+        key = (f"{in_group[1]}." if in_group else "") + (unrecognized[1] or unrecognized[2])
         group = [o for o in options if o.split(".")[0] == key.split(".")[0]]  # trainer.max_epoch: trainer.*
         return unknown_key(key, f"--{key.split('.')[0]}" if group else "fit", group or options)
     keys = re.findall(r'Parser key "([^"]+)"', message)
