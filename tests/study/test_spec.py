@@ -78,6 +78,7 @@ def _axes(axes: dict) -> dict:
     ("changes", "key", "problem"),
     [
         (_axes({"model.init_args.d_hh": [8]}), "ablations.w.axes.model.init_args.d_hh", "d_hh"),
+        (_axes({"trainer.max_epoch": [3]}), "trainer.max_epoch", "did you mean trainer.max_epochs"),  # as fit words it
         (_axes({"model.init_args.d_h": []}), "ablations.w.axes.model.init_args.d_h", "empty"),
         (_axes({"model.init_args.d_h": ["wide"]}), "model.init_args.d_h", "int"),
         (_axes({"model.class_path": ["nowhere.Algo"]}), "model.class_path", "nowhere"),

@@ -193,11 +193,9 @@ class _CLI(LightningCLI):
         with mock.patch.object(sys, "argv", sys.argv[:1]):
             try:
                 super().parse_arguments(parser, args)
-            except ArgumentError as e:
-                if not isinstance(args, (list, tuple)):  # a config dict (a study's check): its caller words it
-                    raise
-                given = subparsers.get(args[0], parser) if args else parser
-                usage_error(args[0] if args else None, parse_error(str(e), _options(given)))
+            except ArgumentError as e:  # the command line's or a config dict's (a study's check): one line
+                given = subparsers.get(args[0], parser) if isinstance(args, (list, tuple)) and args else parser
+                raise ConfigError(parse_error(str(e), _options(given))) from None
 
     def before_instantiate_classes(self) -> None:
         config = self.config.get(str(self.subcommand), self.config)
@@ -210,6 +208,10 @@ class _CLI(LightningCLI):
     def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
         trainer_config = self._get(self.config_init, "trainer", default={})
         return super().instantiate_trainer(**{**trainer_overrides(self.model, trainer_config), **kwargs})
+
+
+class ConfigError(ValueError):
+    """A ``fit`` argument or config that does not parse, worded in one line (:func:`parse_error`)."""
 
 
 def usage_error(subcommand: str | None, message: str) -> None:
@@ -233,11 +235,13 @@ def _quiet(logger_name: str):
 
 
 def parse_error(message: str, options: list[str] | None = None) -> str:
-    """jsonargparse's report of a bad argument (usage, then every Union branch tried) as one line.
+    """jsonargparse's report of a bad argument (usage, then every Union branch tried) as one line,
+    for ``fit`` and for a study's check of its configs alike.
 
     An unknown key names the nearest keys its class accepts (a model's) or the parser's
     ``options`` (``trainer.*``, ...); an ill-typed value names its key, the value and the types
-    accepted; anything else keeps jsonargparse's first and innermost lines.
+    accepted; a class path that does not import names it; anything else keeps jsonargparse's first
+    and innermost lines.
     """
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     unknown = re.search(r"Option '([^']+)' is not accepted", message)
@@ -260,6 +264,14 @@ def parse_error(message: str, options: list[str] | None = None) -> str:
         expected = re.match(r"Expected an? (.+?)\. Got value: (.*)", next((x for x in inner if x), ""))
         if expected:
             return f"{keys[-1]}: {expected[2]!r} is not a valid value (it must be {_type_names(expected[1])})"
+    for i, line in enumerate(lines):  # a class path that does not import, or a class it cannot be
+        if "Problem with given class_path" in line:
+            detail = []
+            for more in lines[i + 1 :]:
+                if more.startswith(("- ", "Given value", "Subtypes")):
+                    break
+                detail.append(more)
+            return ": ".join([line.lstrip("- ").rstrip(":"), *([" ".join(detail)] if detail else [])])
     rest = [
         x
         for x in lines[1:]
@@ -317,13 +329,17 @@ def run_cli(argv: list[str] | None = None) -> LightningCLI:
     """Run ``fit``/``validate`` as the console script does; the CLI, its trainer and model, for a
     caller that reads the result (a study's trial reads the final evaluation)."""
     quiet_library_notices()
-    return _CLI(
-        L.LightningModule,
-        subclass_mode_model=True,
-        trainer_defaults=TRAINER_DEFAULTS,
-        save_config_kwargs={"overwrite": True},
-        args=argv,
-    )
+    try:
+        return _CLI(
+            L.LightningModule,
+            subclass_mode_model=True,
+            trainer_defaults=TRAINER_DEFAULTS,
+            save_config_kwargs={"overwrite": True},
+            args=argv,
+        )
+    except ConfigError as e:
+        usage_error(argv[0] if argv else None, str(e))
+        raise  # unreachable: usage_error exits
 
 
 def main(argv: list[str] | None = None) -> int:
