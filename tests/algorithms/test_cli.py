@@ -77,7 +77,7 @@ def test_every_config_trains_and_checkpoints(tmp_path, config, monkeypatch):
     ]
     base = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
     assert main(["fit", "--config", str(ROOT / "conf" / config), *_tiny_overrides(config), *base, *logs]) == 0
-    ckpt = torch.load(tmp_path / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
+    ckpt = torch.load(tmp_path / "checkpoints" / "version_0" / "last.ckpt", map_location="cpu", weights_only=True)
     assert int(ckpt["state_dict"]["updates_done"]) == 6  # 48 games in batches of 8
     assert ckpt["epoch"] == 2
 
@@ -104,6 +104,11 @@ def test_unknown_and_ill_typed_keys_name_themselves(tmp_path, capsys, monkeypatc
             "ensemble: 'abc' is not a valid value (it must be one of int, list[dict[str, Any]]",
         ),
         (["--model.init_args.d_h=wide"], "d_h: 'wide' is not a valid value (it must be int)"),
+        (  # a prefix of a trainer key: named, not taken for the key (argparse's abbreviations are off)
+            ["--trainer.max_epoch", "3"],
+            "unknown key 'trainer.max_epoch' for --trainer; did you mean trainer.max_epochs",
+        ),
+        (["--trainr.max_epochs=3"], "unknown key 'trainr.max_epochs' for fit; did you mean trainer.max_epochs"),
         (["--config=missing.yaml"], "File does not exist: "),
     ],
 )
@@ -124,6 +129,12 @@ def test_a_key_typo_inside_a_yaml_config_names_the_nearest_keys(tmp_path, capsys
     assert "unknown key 'games_per_btach'" in err and "did you mean games_per_batch" in err and err.count("\n") == 1, (
         err
     )
+    config.write_text("trainer:\n  max_epoch: 3\nmodel:\n  class_path: yahtzee_lightning.algorithms.A2C\n")
+    with pytest.raises(SystemExit):
+        main(["fit", "--config", str(config)])
+    err = capsys.readouterr().err
+    assert "unknown key 'trainer.max_epoch' for --trainer; did you mean trainer.max_epochs" in err, err
+    assert err.count("\n") == 1, err
 
 
 def test_trainer_overrides_budget_epochs_and_a_terminal_only_bar(monkeypatch):
@@ -167,7 +178,7 @@ def test_one_log_folder_per_run_no_preventable_warnings_and_the_next_steps(tmp_p
     assert sum("`Trainer.fit` stopped" in n for n in notices) == 1, notices  # once, not again after the fit
     assert _warned(recwarn, "args parameter", "max_epochs") == []
     out = capsys.readouterr().out
-    ckpt = Path("runs", "reinforce", "checkpoints", "last.ckpt")
+    ckpt = Path("runs", "reinforce", "checkpoints", "version_0", "last.ckpt")
     assert f"checkpoint: {ckpt}" in out and f"yahtzee-lightning export {ckpt} my-agent" in out
     assert main(["fit", "--config", config, *TINY]) == 0  # a second run: the next folder, for both loggers
     logs = tmp_path / "runs" / "reinforce" / "lightning_logs"
@@ -181,14 +192,17 @@ def test_resume_from_last_checkpoint_keeps_schedules_and_counts(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     # A run stopped after its first interval (as if killed), then resumed to the end.
     assert _fit(tmp_path / "a", "a2c.yaml", "--trainer.max_epochs=1") == 0
-    part = torch.load(tmp_path / "a" / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
+    part = torch.load(tmp_path / "a" / "checkpoints" / "version_0" / "last.ckpt", map_location="cpu", weights_only=True)
     assert int(part["state_dict"]["updates_done"]) == 2
     assert _fit(tmp_path / "a", "a2c.yaml", "--ckpt_path=last") == 0
     assert _warned(recwarn, "exists and is not empty") == []  # its own checkpoints: expected when resuming
-    resumed = torch.load(tmp_path / "a" / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
+    resumed = torch.load(
+        tmp_path / "a" / "checkpoints" / "version_0" / "last.ckpt", map_location="cpu", weights_only=True
+    )
     # The same run without interruption.
     assert _fit(tmp_path / "b", "a2c.yaml") == 0
-    whole = torch.load(tmp_path / "b" / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
+    [last] = (tmp_path / "b" / "checkpoints").glob("version_*/last.ckpt")  # its version: its logs' (runs/a2c: 2)
+    whole = torch.load(last, map_location="cpu", weights_only=True)
     assert int(resumed["state_dict"]["updates_done"]) == int(whole["state_dict"]["updates_done"]) == 6
     assert resumed["global_step"] == whole["global_step"]
     assert resumed["lr_schedulers"][0]["last_epoch"] == whole["lr_schedulers"][0]["last_epoch"]

@@ -122,7 +122,7 @@ def test_an_ensemble_from_the_command_line_logs_resumes_and_exports_its_members(
     monkeypatch.chdir(tmp_path)
     members = "--model.init_args.ensemble=[{seed: 3}, {seed: 4, lr: 0.002}]"
     assert _fit(tmp_path, "a2c.yaml", members, "--trainer.max_epochs=1") == 0
-    ckpt = tmp_path / "checkpoints" / "last.ckpt"
+    ckpt = tmp_path / "checkpoints" / "version_0" / "last.ckpt"
     assert int(torch.load(ckpt, weights_only=True)["state_dict"]["updates_done"]) == 2
     assert _fit(tmp_path, "a2c.yaml", members, "--ckpt_path=last") == 0
     saved = torch.load(ckpt, weights_only=True)

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from yahtzee_lightning.algorithms.resume import last_checkpoint
 from yahtzee_lightning.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,11 +54,13 @@ def test_a_kill_before_the_first_interval_leaves_a_checkpoint_that_resumes(tmp_p
     with pytest.raises(RuntimeError, match="killed after update 1"):
         _fit(run, minutes, kill, "--ckpt_path=last")
     assert "nothing to resume in" in caplog.text
-    assert [p.name for p in (run / "checkpoints").iterdir()] == ["last.ckpt"]  # before any interval's checkpoint
-    part = _load(run / "checkpoints" / "last.ckpt")
+    [folder] = (run / "checkpoints").iterdir()  # the new run's own folder
+    assert [p.name for p in folder.iterdir()] == ["last.ckpt"]  # before any interval's checkpoint
+    part = _load(folder / "last.ckpt")
     assert int(part["state_dict"]["updates_done"]) == 1 and part["epoch"] == 0
     assert _fit(run, minutes, "--ckpt_path=last") == 0
-    end = _load(run / "checkpoints" / "last.ckpt")
+    assert list((run / "checkpoints").iterdir()) == [folder]  # resumed in its folder
+    end = _load(folder / "last.ckpt")
     assert int(end["state_dict"]["updates_done"]) == 6 and end["global_step"] == 6 and end["epoch"] == 2
 
 
@@ -68,20 +71,20 @@ def test_a_run_resumed_with_another_budget_stops_at_that_budget(tmp_path):
     kill = ["--trainer.callbacks+=crash.CrashAfterUpdate", "--trainer.callbacks.init_args.updates=4"]
     with pytest.raises(RuntimeError, match="killed after update 4"):
         _fit(run, minutes, *big, *kill)
-    assert int(_load(run / "checkpoints" / "last.ckpt")["state_dict"]["updates_done"]) == 4
+    assert int(_load(run / "checkpoints" / "version_0" / "last.ckpt")["state_dict"]["updates_done"]) == 4
     # Resumed at 6 updates in intervals of 2: the interrupted interval already holds more than 2.
     assert _fit(run, "--ckpt_path=last") == 0
-    assert int(_load(run / "checkpoints" / "last.ckpt")["state_dict"]["updates_done"]) == 6
+    assert int(_load(run / "checkpoints" / "version_0" / "last.ckpt")["state_dict"]["updates_done"]) == 6
     # Resumed again at 20 updates in intervals of 10: more intervals than the first budget counted.
     more = ["--model.init_args.total_games=160", "--model.init_args.evaluations=2"]
     assert _fit(run, *more, "--ckpt_path=last") == 0
-    assert int(_load(run / "checkpoints" / "last.ckpt")["state_dict"]["updates_done"]) == 20
+    assert int(_load(run / "checkpoints" / "version_0" / "last.ckpt")["state_dict"]["updates_done"]) == 20
 
 
 def test_a_damaged_last_ckpt_falls_back_and_a_moved_run_keeps_its_last_ckpt(tmp_path, caplog, capsys):
     assert _fit(tmp_path / "a", "--trainer.max_epochs=1") == 0
     shutil.move(tmp_path / "a", tmp_path / "b")  # the run folder moves
-    ckpts = tmp_path / "b" / "checkpoints"
+    ckpts = tmp_path / "b" / "checkpoints" / "version_0"
     last = ckpts / "last.ckpt"
     truncated = ckpts / "truncated.ckpt"
     truncated.write_bytes(last.read_bytes()[:1000])  # as by a kill while writing
@@ -107,7 +110,7 @@ def test_a_damaged_last_ckpt_falls_back_and_a_moved_run_keeps_its_last_ckpt(tmp_
 
 def test_an_override_the_checkpoint_would_drop_is_refused(tmp_path, capsys):
     assert _fit(tmp_path / "a", "--trainer.max_epochs=1") == 0
-    ckpt = tmp_path / "a" / "checkpoints" / "last.ckpt"
+    ckpt = tmp_path / "a" / "checkpoints" / "version_0" / "last.ckpt"
     config = (tmp_path / "a").rglob("config.yaml")
     before = {p: p.read_text() for p in config}
     for override, named in (
@@ -144,3 +147,53 @@ def test_bad_settings_end_in_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         _fit(tmp_path / "a", f"--ckpt_path={tmp_path / 'absent.ckpt'}")
     assert e.value.code == 2 and "no such checkpoint file" in capsys.readouterr().err
+
+
+def _updates(path: Path) -> int:
+    return int(_load(path)["state_dict"]["updates_done"])
+
+
+def test_each_run_keeps_its_checkpoints_apart_and_last_resumes_the_newest_run(tmp_path, capsys):
+    run, ckpts = tmp_path / "run", tmp_path / "run" / "checkpoints"
+    for _ in range(2):  # the same config twice, each stopped after its first interval
+        assert _fit(run, "--trainer.max_epochs=1") == 0
+    assert sorted(p.name for p in ckpts.iterdir()) == ["version_0", "version_1"]  # no last-v1.ckpt beside last.ckpt
+    assert sorted(p.name for p in (run / "lightning_logs").iterdir()) == ["version_0", "version_1"]
+    older, newer = ckpts / "version_0" / "last.ckpt", ckpts / "version_1" / "last.ckpt"
+    older.touch()  # the older run's file written last: still the newest run is resumed
+    capsys.readouterr()
+    assert _fit(run, "--ckpt_path=last") == 0
+    assert f"resuming from {newer}" in capsys.readouterr().err
+    assert _updates(newer) == 6 and _updates(older) == 2  # the newest run went on, in its own folder
+    assert sorted(p.name for p in ckpts.iterdir()) == ["version_0", "version_1"]
+
+
+def test_a_run_in_the_flat_layout_of_older_versions_resumes_there(tmp_path, capsys):
+    run, ckpts = tmp_path / "run", tmp_path / "run" / "checkpoints"
+    assert _fit(run, "--trainer.max_epochs=1") == 0
+    for f in (ckpts / "version_0").iterdir():  # as runs were kept before each had its own folder
+        f.rename(ckpts / f.name)
+    (ckpts / "version_0").rmdir()
+    capsys.readouterr()
+    assert _fit(run, "--ckpt_path=last") == 0
+    assert f"resuming from {ckpts / 'last.ckpt'}" in capsys.readouterr().err
+    assert _updates(ckpts / "last.ckpt") == 6 and not [p for p in ckpts.iterdir() if p.is_dir()]  # went on there
+    # A new run of the config beside it gets a folder of its own, and is the newest run from then on.
+    assert _fit(run, "--trainer.max_epochs=1") == 0
+    [new] = [p for p in ckpts.iterdir() if p.is_dir()]
+    assert not list(ckpts.glob("last-v*")) and _updates(new / "last.ckpt") == 2
+    assert _fit(run, "--ckpt_path=last") == 0
+    assert f"resuming from {new / 'last.ckpt'}" in capsys.readouterr().err
+    assert _updates(new / "last.ckpt") == 6 and _updates(ckpts / "last.ckpt") == 6
+
+
+def test_the_newest_runs_last_ckpt_is_found_in_either_layout(tmp_path):
+    assert last_checkpoint(tmp_path) is None
+    (tmp_path / "last.ckpt").write_bytes(b"")  # the flat layout (a study's trial, or an older run)
+    assert last_checkpoint(tmp_path) == tmp_path / "last.ckpt"
+    for k in (1, 10, 2):
+        (tmp_path / f"version_{k}").mkdir()
+    (tmp_path / "version_2" / "last.ckpt").write_bytes(b"")
+    assert last_checkpoint(tmp_path) == tmp_path / "version_2" / "last.ckpt"  # by number; version_10 holds none
+    (tmp_path / "version_10" / "last.ckpt").write_bytes(b"")
+    assert last_checkpoint(tmp_path) == tmp_path / "version_10" / "last.ckpt"

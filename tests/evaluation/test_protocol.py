@@ -125,3 +125,20 @@ def test_cli_evaluates_an_agent_under_its_own_rules(tmp_path, capsys):
         main(["evaluate", "--agent", "greedy", "--players", "2", "--opponent", folder, "--games", "20"])
     err = capsys.readouterr().err
     assert f"opponent {folder!r} was trained under rules {rules.tag()}, but 'greedy' plays under" in err
+
+
+def test_the_table_is_checked_only_where_the_evaluation_reads_it(tmp_path, monkeypatch, capsys):
+    from yahtzee_lightning.solver.cache import table_path
+
+    monkeypatch.setenv("YAHTZEE_LIGHTNING_CACHE", str(tmp_path))
+    rules = Rules(boxes=(0, 12))
+    table_path(rules).mkdir(parents=True)  # where the table would be: a folder, so any read or solve fails
+    argv = ["evaluate", "--agent", "greedy", "--games", "2", "--boxes", "0", "12", "--json"]
+    for needs_it in ([], ["--no-optimal"], ["--no-regret"]):  # the regret rows read it without the optimal row
+        with pytest.raises(SystemExit) as e:
+            main([*argv, *needs_it])
+        assert e.value.code == 2 and "the table cache is a folder" in capsys.readouterr().err
+    assert main([*argv, "--no-optimal", "--no-regret"]) == 0  # neither: nothing checked, read or solved
+    result = json.loads(capsys.readouterr().out)
+    assert "optimal" not in result and "regret" not in result["summary"]
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]  # no table written

@@ -78,6 +78,7 @@ def _axes(axes: dict) -> dict:
     ("changes", "key", "problem"),
     [
         (_axes({"model.init_args.d_hh": [8]}), "ablations.w.axes.model.init_args.d_hh", "d_hh"),
+        (_axes({"trainer.max_epoch": [3]}), "trainer.max_epoch", "did you mean trainer.max_epochs"),  # as fit words it
         (_axes({"model.init_args.d_h": []}), "ablations.w.axes.model.init_args.d_h", "empty"),
         (_axes({"model.init_args.d_h": ["wide"]}), "model.init_args.d_h", "int"),
         (_axes({"model.class_path": ["nowhere.Algo"]}), "model.class_path", "nowhere"),
@@ -139,6 +140,8 @@ def test_a_trial_logs_and_checkpoints_in_its_run_folder(tmp_path):
     assert loggers[-1]["class_path"].endswith("LatestMetrics")  # what an ensemble logs per member
     dirpaths = [cb["init_args"].get("dirpath") for cb in config["trainer"]["callbacks"]]
     assert str(tmp_path / "run" / "checkpoints") in dirpaths
+    saving = [cb for cb in config["trainer"]["callbacks"] if cb["class_path"].endswith("RunCheckpoint")]
+    assert saving and all(cb["init_args"]["runs_apart"] is False for cb in saving)  # one run per trial folder
     assert config["trainer"]["callbacks"][-1]["class_path"].endswith("StudyRecorder")
 
 

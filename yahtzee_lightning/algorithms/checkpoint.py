@@ -6,10 +6,16 @@
   ``train_time_interval`` is ignored under manual optimisation, which every algorithm here uses.)
 * A run folder moved elsewhere and resumed keeps writing its ``last.ckpt`` (ModelCheckpoint
   would leave it stale and write ``last-v1.ckpt``, since the saved absolute path no longer matches).
+* ``runs_apart`` (on by default): ``fit`` puts each run of a config in a folder of its own,
+  ``DIRPATH/version_K`` (K: the version its logs start under), and ``--ckpt_path last`` resumes the
+  newest run in its folder, instead of a second run writing ``last-v1.ckpt`` beside the first
+  run's ``last.ckpt``. Off (the study's trials, one run per folder): ``DIRPATH`` as given. The
+  CLI reads it (``cli.place_run``), before the callback exists.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import time
 from typing import Any
@@ -19,10 +25,14 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 
 
 class RunCheckpoint(ModelCheckpoint):
-    """ModelCheckpoint plus a time-based ``last.ckpt`` (every ``save_every_minutes`` of training, None: off)."""
+    """ModelCheckpoint plus a time-based ``last.ckpt`` (every ``save_every_minutes`` of training, None: off)
+    and a folder per run (``runs_apart``)."""
 
-    def __init__(self, *args: Any, save_every_minutes: float | None = 5.0, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, save_every_minutes: float | None = 5.0, runs_apart: bool = True, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
+        self.runs_apart = runs_apart
         if save_every_minutes is not None and not save_every_minutes >= 0:
             raise ValueError(f"save_every_minutes must be >= 0 (or None: off), got {save_every_minutes!r}")
         self.save_every_minutes = save_every_minutes
@@ -45,3 +55,15 @@ class RunCheckpoint(ModelCheckpoint):
         super().load_state_dict(state_dict)
         if self.dirpath and not self.last_model_path and self.save_last:  # the folder moved: this one's last.ckpt
             self.last_model_path = os.path.join(self.dirpath, self.CHECKPOINT_NAME_LAST + self.FILE_EXTENSION)
+
+
+def is_run_checkpoint(class_path: str) -> bool:
+    """Whether a config's callback ``class_path`` names :class:`RunCheckpoint` (or a subclass)."""
+    if "." not in class_path:  # jsonargparse's short form
+        return class_path == RunCheckpoint.__name__
+    module, _, name = class_path.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return False
+    return isinstance(cls, type) and issubclass(cls, RunCheckpoint)

@@ -25,6 +25,7 @@ from lightning.pytorch.callbacks.progress import ProgressBar
 from lightning.pytorch.cli import LightningCLI
 
 from . import resume
+from .checkpoint import is_run_checkpoint
 
 # Loggers (CSV + TensorBoard) and checkpointing (every epoch = every evaluation interval, plus
 # ``last.ckpt`` every few minutes for ``--ckpt_path last``: ``RunCheckpoint``) are set in each YAML under conf/.
@@ -73,8 +74,9 @@ def trainer_overrides(model: Any, trainer_config: dict[str, Any]) -> dict[str, A
     return out
 
 
-def share_log_version(trainer_config: Any) -> None:
-    """Give every logger that versions itself the same next free version: one folder per run.
+def share_run_version(trainer_config: Any, checkpoint_folders: list[Path]) -> int:
+    """The run's version K: the next free one among the loggers' ``version_N`` folders and the
+    checkpoint folders' (one folder per run for both), given to every logger that versions itself.
 
     CSVLogger and TensorBoardLogger under the same ``save_dir``/``name`` would each pick the next
     free ``version_N``, the second one after the first had taken it (CSV in version_0,
@@ -83,15 +85,39 @@ def share_log_version(trainer_config: Any) -> None:
     loggers = trainer_config.get("logger")
     loggers = loggers if isinstance(loggers, list) else [loggers]
     open_ = [lg.init_args for lg in loggers if hasattr(lg, "init_args") and _versions_itself(lg.init_args)]
-    if not open_:
-        return
-    taken = [-1]
+    roots = [Path(args.save_dir) / (args.get("name") or "") for args in open_] + checkpoint_folders
+    version = max([-1, *(k for root in roots for k in resume.run_versions(root))]) + 1
     for args in open_:
-        root = Path(args.save_dir) / (args.get("name") or "")
-        if root.is_dir():
-            taken += [int(m[1]) for p in root.iterdir() if (m := re.fullmatch(r"version_(\d+)", p.name))]
-    for args in open_:
-        args.version = max(taken) + 1
+        args.version = version
+    return version
+
+
+def place_run(config: Any) -> dict[str, Any] | None:
+    """Resolve ``--ckpt_path`` and give the run its folders; the checkpoint resumed, or None.
+
+    A ``RunCheckpoint`` with ``runs_apart`` writes into ``DIRPATH/version_K``: K the run's log
+    version for a new run; a resumed run keeps the folder of the checkpoint it resumes (also one in
+    the flat layout of older runs). Its logs take the next free version (Lightning's CSV logger
+    would overwrite an existing version's metrics).
+    """
+    callbacks = config.trainer.get("callbacks") or []
+    callbacks = [cb for cb in (callbacks if isinstance(callbacks, list) else [callbacks]) if hasattr(cb, "init_args")]
+    saving = [cb for cb in callbacks if cb.init_args.get("dirpath")]
+    apart = [cb.init_args for cb in saving if cb.init_args.get("runs_apart") and is_run_checkpoint(cb.class_path)]
+    bases = [Path(args.dirpath) for args in apart]
+    flat = [Path(cb.init_args.dirpath) for cb in saving if all(cb.init_args is not args for args in apart)]
+    path, ckpt = resume.resolve_ckpt_path(config.get("ckpt_path"), bases, flat)
+    config.ckpt_path = path
+    version = share_run_version(config.trainer, bases)
+    resumed = Path(path).resolve().parent if path and path != "last" else None
+    if resumed is not None and resumed in [base.resolve() for base in bases]:
+        return ckpt  # a run of the flat layout goes on there
+    run = f"version_{version}"
+    if resumed is not None and resumed.parent in [base.resolve() for base in bases]:
+        run = resumed.name if resume.RUN_FOLDER.fullmatch(resumed.name) else run
+    for args, base in zip(apart, bases, strict=True):
+        args.dirpath = str(base / run)
+    return ckpt
 
 
 def _versions_itself(init_args: Any) -> bool:
@@ -130,6 +156,8 @@ class _CLI(LightningCLI):
     """LightningCLI that enforces the resume rule (``resume.py``), ends bad settings in one line
     and gives Lightning nothing to warn about (see the functions above)."""
 
+    _resumed: dict[str, Any] | None = None  # the checkpoint ``--ckpt_path`` resumes (``place_run``)
+
     def _parse_ckpt_path(self) -> None:
         """Off: LightningCLI would overwrite the config's model settings with a named checkpoint's,
         silently dropping overrides (and not for ``last``). The rule instead: the config as given,
@@ -144,14 +172,11 @@ class _CLI(LightningCLI):
             usage_error(self.subcommand, str(e))
 
     def before_fit(self) -> None:
-        config = self.config_init[self.subcommand]
-        try:
-            path, ckpt = resume.resolve_ckpt_path(config.get("ckpt_path"), self.trainer)
-            if ckpt is not None:
-                resume.check_overrides(self.model, ckpt, path)
-        except resume.ResumeError as e:
-            usage_error(self.subcommand, str(e))
-        config["ckpt_path"] = path
+        if self._resumed is not None:  # resolved with the run's folders (place_run)
+            try:
+                resume.check_overrides(self.model, self._resumed, self.config_init[self.subcommand]["ckpt_path"])
+            except resume.ResumeError as e:
+                usage_error(self.subcommand, str(e))
 
     def after_fit(self) -> None:
         with _quiet(_RANK_ZERO):  # the check reads ``fit_loop.done``, which would announce the stop a second time
@@ -160,24 +185,33 @@ class _CLI(LightningCLI):
     def parse_arguments(self, parser: Any, args: Any) -> None:
         # The arguments are always given explicitly (the console script passes its own): hide
         # sys.argv while parsing so that LightningCLI does not warn about receiving both.
-        for p in (parser, *getattr(parser._subcommands_action, "_name_parser_map", {}).values()):
+        subparsers = getattr(parser._subcommands_action, "_name_parser_map", {})
+        for p in (parser, *subparsers.values()):
             p.exit_on_error = False  # a bad argument raises here and ends in one line (parse_error), not a usage dump
+            p.allow_abbrev = False  # ``--trainer.max_epoch`` is a typo to name, not ``max_epochs`` abbreviated
+            p._allow_abbrev_given = True  # (jsonargparse's notice that abbreviations are deprecated: moot)
         with mock.patch.object(sys, "argv", sys.argv[:1]):
             try:
                 super().parse_arguments(parser, args)
-            except ArgumentError as e:
-                if not isinstance(args, (list, tuple)):  # a config dict (a study's check): its caller words it
-                    raise
-                usage_error(args[0] if args else None, parse_error(str(e)))
+            except ArgumentError as e:  # the command line's or a config dict's (a study's check): one line
+                given = subparsers.get(args[0], parser) if isinstance(args, (list, tuple)) and args else parser
+                raise ConfigError(parse_error(str(e), _options(given))) from None
 
     def before_instantiate_classes(self) -> None:
         config = self.config.get(str(self.subcommand), self.config)
-        share_log_version(config.trainer)
+        try:
+            self._resumed = place_run(config)
+        except resume.ResumeError as e:
+            usage_error(self.subcommand, str(e))
         expect_checkpoints_when_resuming(config)
 
     def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
         trainer_config = self._get(self.config_init, "trainer", default={})
         return super().instantiate_trainer(**{**trainer_overrides(self.model, trainer_config), **kwargs})
+
+
+class ConfigError(ValueError):
+    """A ``fit`` argument or config that does not parse, worded in one line (:func:`parse_error`)."""
 
 
 def usage_error(subcommand: str | None, message: str) -> None:
@@ -200,21 +234,26 @@ def _quiet(logger_name: str):
         logger.setLevel(level)
 
 
-def parse_error(message: str) -> str:
-    """jsonargparse's report of a bad argument (usage, then every Union branch tried) as one line.
+def parse_error(message: str, options: list[str] | None = None) -> str:
+    """jsonargparse's report of a bad argument (usage, then every Union branch tried) as one line,
+    for ``fit`` and for a study's check of its configs alike.
 
-    An unknown key names the nearest keys its class accepts; an ill-typed value names its key,
-    the value and the types accepted; anything else keeps jsonargparse's first and innermost lines.
+    An unknown key names the nearest keys its class accepts (a model's) or the parser's
+    ``options`` (``trainer.*``, ...); an ill-typed value names its key, the value and the types
+    accepted; a class path that does not import names it; anything else keeps jsonargparse's first
+    and innermost lines.
     """
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     unknown = re.search(r"Option '([^']+)' is not accepted", message)
     owner = re.findall(r"class_path '([\w.]+)'", message)
     if unknown and owner:
-        key, cls = unknown[1], owner[-1]
-        known = _class_keys(cls)
-        near = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
-        hint = f"; did you mean {', '.join(near)}?" if near else f"; {cls} accepts: {', '.join(known)}"
-        return f"unknown key {key!r} for {cls}{hint}"
+        return unknown_key(unknown[1], owner[-1], _class_keys(owner[-1]))
+    unrecognized = re.search(r"nrecognized arguments: --([^\s=]+)|does not accept option '([^']+)'", message)
+    if unrecognized and options:  # on the command line, or in a YAML (a dict: "Group 'trainer' does not ...")
+        in_group = re.search(r"Group '([\w.]+)' does not accept", message)
+        key = (f"{in_group[1]}." if in_group else "") + (unrecognized[1] or unrecognized[2])
+        group = [o for o in options if o.split(".")[0] == key.split(".")[0]]  # trainer.max_epoch: trainer.*
+        return unknown_key(key, f"--{key.split('.')[0]}" if group else "fit", group or options)
     keys = re.findall(r'Parser key "([^"]+)"', message)
     if len(keys) > 1:  # an init argument of the wrong type: the innermost report, its key, value and types
         inner = [line.strip() for line in message.rsplit(f'Parser key "{keys[-1]}":', 1)[1].splitlines()]
@@ -225,12 +264,32 @@ def parse_error(message: str) -> str:
         expected = re.match(r"Expected an? (.+?)\. Got value: (.*)", next((x for x in inner if x), ""))
         if expected:
             return f"{keys[-1]}: {expected[2]!r} is not a valid value (it must be {_type_names(expected[1])})"
+    for i, line in enumerate(lines):  # a class path that does not import, or a class it cannot be
+        if "Problem with given class_path" in line:
+            detail = []
+            for more in lines[i + 1 :]:
+                if more.startswith(("- ", "Given value", "Subtypes")):
+                    break
+                detail.append(more)
+            return ": ".join([line.lstrip("- ").rstrip(":"), *([" ".join(detail)] if detail else [])])
     rest = [
         x
         for x in lines[1:]
         if not x.startswith(("Given value", "Subtypes", "Errors", "- Expected a <class 'NoneType'>"))
     ]
     return " ".join(lines[:1] + rest[-1:])
+
+
+def unknown_key(key: str, owner: str, known: list[str]) -> str:
+    """An unknown key in one line: the nearest keys ``owner`` accepts, or all of them."""
+    near = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(near)}?" if near else f"; {owner} accepts: {', '.join(known)}"
+    return f"unknown key {key!r} for {owner}{hint}"
+
+
+def _options(parser: Any) -> list[str]:
+    """A parser's long options without their dashes (``trainer.max_epochs``, ``ckpt_path``, ...)."""
+    return [s[2:] for a in parser._actions for s in a.option_strings if s.startswith("--") and s != "--help"]
 
 
 def _type_names(types: str) -> str:
@@ -270,13 +329,17 @@ def run_cli(argv: list[str] | None = None) -> LightningCLI:
     """Run ``fit``/``validate`` as the console script does; the CLI, its trainer and model, for a
     caller that reads the result (a study's trial reads the final evaluation)."""
     quiet_library_notices()
-    return _CLI(
-        L.LightningModule,
-        subclass_mode_model=True,
-        trainer_defaults=TRAINER_DEFAULTS,
-        save_config_kwargs={"overwrite": True},
-        args=argv,
-    )
+    try:
+        return _CLI(
+            L.LightningModule,
+            subclass_mode_model=True,
+            trainer_defaults=TRAINER_DEFAULTS,
+            save_config_kwargs={"overwrite": True},
+            args=argv,
+        )
+    except ConfigError as e:
+        usage_error(argv[0] if argv else None, str(e))
+        raise  # unreachable: usage_error exits
 
 
 def main(argv: list[str] | None = None) -> int:

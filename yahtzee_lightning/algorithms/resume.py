@@ -10,13 +10,13 @@ dropped, so it is refused, naming it.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import ModelCheckpoint
 
 from ..digest import DIGEST_KEY, nonfinite, tensors_sha256
 
@@ -68,8 +68,25 @@ def read_checkpoint(path: Path) -> dict[str, Any] | None:
     return load_checked(path)[0]
 
 
-def checkpoint_dirs(trainer: L.Trainer) -> list[Path]:
-    return [Path(cb.dirpath) for cb in trainer.checkpoint_callbacks if isinstance(cb, ModelCheckpoint) and cb.dirpath]
+RUN_FOLDER = re.compile(r"version_(\d+)")
+
+
+def run_versions(folder: Path) -> list[int]:
+    """The K of every ``version_K`` folder in ``folder`` (a log root or a checkpoint folder)."""
+    if not folder.is_dir():
+        return []
+    return [int(m[1]) for p in folder.iterdir() if p.is_dir() and (m := RUN_FOLDER.fullmatch(p.name))]
+
+
+def run_folders(base: Path) -> list[Path]:
+    """The runs a checkpoint folder keeps, newest first: its ``version_K`` folders (K down), then the
+    folder itself, where runs wrote before each run had its own folder."""
+    return [base / f"version_{k}" for k in sorted(run_versions(base), reverse=True)] + [base]
+
+
+def last_checkpoint(base: Path) -> Path | None:
+    """``last.ckpt`` of the newest run in a checkpoint folder, in either layout, or None."""
+    return next((f for d in run_folders(base) if (f := d / "last.ckpt").is_file()), None)
 
 
 def find_resumable(dirs: list[Path]) -> tuple[Path | None, dict[str, Any] | None]:
@@ -85,11 +102,26 @@ def find_resumable(dirs: list[Path]) -> tuple[Path | None, dict[str, Any] | None
     return None, None
 
 
-def resolve_ckpt_path(ckpt_path: str | None, trainer: L.Trainer) -> tuple[str | None, dict[str, Any] | None]:
+def find_newest_run(apart: list[Path], flat: list[Path]) -> tuple[Path | None, dict[str, Any] | None]:
+    """The newest intact checkpoint of the newest run that has one: ``apart`` folders keep each run
+    in a ``version_K`` folder (the highest K is the newest run; files beside those folders, the
+    older flat layout, count as older), ``flat`` folders hold one run."""
+    versions = sorted({k for base in apart for k in run_versions(base)}, reverse=True)
+    for dirs in [*([base / f"version_{k}" for base in apart] for k in versions), [*apart, *flat]]:
+        path, ckpt = find_resumable(dirs)
+        if path is not None:
+            return path, ckpt
+    return None, None
+
+
+def resolve_ckpt_path(
+    ckpt_path: str | None, apart: list[Path] | None = None, flat: list[Path] | None = None
+) -> tuple[str | None, dict[str, Any] | None]:
     """``--ckpt_path`` as a file to resume from (None: start anew) and its content.
 
-    ``last``: the newest intact checkpoint of the run's checkpoint folders; none there means a new
-    run, said plainly. A named file must exist and load.
+    ``last``: the newest run's newest intact checkpoint in the run's checkpoint folders (``apart``,
+    ``flat``: :func:`find_newest_run`); none there means a new run, said plainly. A named file must
+    exist and load.
     """
     if ckpt_path is None:
         return None, None
@@ -101,12 +133,12 @@ def resolve_ckpt_path(ckpt_path: str | None, trainer: L.Trainer) -> tuple[str | 
         if ckpt is None:
             raise ResumeError(f"--ckpt_path {ckpt_path}: the checkpoint is damaged ({problem})")
         return str(path), ckpt
-    dirs = checkpoint_dirs(trainer)
-    if not dirs:
+    apart, flat = apart or [], flat or []
+    if not apart and not flat:
         return ckpt_path, None  # no checkpoint folder configured: Lightning's own search
-    path, ckpt = find_resumable(dirs)
+    path, ckpt = find_newest_run(apart, flat)
     if path is None:
-        where = ", ".join(str(d) for d in dirs)
+        where = ", ".join(str(d) for d in [*apart, *flat])
         log.warning("warning: --ckpt_path last: nothing to resume in %s; starting a new run", where)
         return None, None
     print(f"resuming from {path}", file=sys.stderr)

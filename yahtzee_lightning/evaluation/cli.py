@@ -91,6 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="torch device to play on: cpu, cuda, cuda:1 ... (default: cpu)")
     add_rules_arguments(parser)
     parser.add_argument("--no-optimal", action="store_true", help="skip the optimal player's column")
+    parser.add_argument(
+        "--no-regret",
+        action="store_true",
+        help="skip the regret rows; with --no-optimal too, the exact table is neither read nor solved",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--report", default=None, metavar="DIR", help="write JSON, Markdown and PNG plots here")
     parser.add_argument("--players", type=int, default=1, help="2 or more: matches against --opponent")
@@ -133,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         player = resolve_player(args.agent, rules=rules, device=args.device)
         rules = player_rules(player, args.agent, args, parser)  # a trained agent: its own rules
         opponent = resolve_player(args.opponent, rules=rules, device=args.device) if args.players >= 2 else None
-        check_table_cache(rules)
+        if args.players < 2 and not (args.no_optimal and args.no_regret):  # what reads the exact table
+            check_table_cache(rules)
     except ValueError as e:
         parser.error(str(e))
     except hub_errors() as e:
@@ -169,7 +175,14 @@ def main(argv: list[str] | None = None) -> int:
     from .report import format_text, write_report
 
     result = evaluate(
-        player, args.games, args.seed, rules, args.device, with_optimal=not args.no_optimal, progress=True
+        player,
+        args.games,
+        args.seed,
+        rules,
+        args.device,
+        with_optimal=not args.no_optimal,
+        regret=not args.no_regret,
+        progress=True,
     )
     print(json.dumps(to_json(result), indent=2) if args.json else format_text(result))
     if args.report:

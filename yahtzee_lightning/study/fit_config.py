@@ -1,6 +1,6 @@
 """A cell's config as ``fit`` reads it: composed from a base YAML and dotted overrides, named by a
 hash of what it comes to, parsed by fit's own parser (the project's LightningCLI) without building
-anything, its error in one line, and whether its algorithm trains ensembles.
+anything, its error in one line as ``fit`` words it, and whether its algorithm trains ensembles.
 
 :mod:`.spec` checks every axis value and every cell of a study with these before anything runs;
 the trials compose their run's config with the same :func:`compose`.
@@ -41,22 +41,9 @@ def cell_id(base_text: str, overrides: dict[str, Any]) -> str:
     return "c" + hashlib.sha1(composed.encode()).hexdigest()[:10]
 
 
-def condense(message: str) -> str:
-    """jsonargparse's error in one line: the class path and the option it refused, or the key and why."""
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
-    for i, line in enumerate(lines):
-        if "Problem with given class_path" in line:
-            detail = []
-            for more in lines[i + 1 :]:
-                if more.startswith(("- ", "Given value", "Subtypes")):
-                    break
-                detail.append(more)
-            return f"{line.lstrip('- ').rstrip(':')}: {' '.join(detail)}"
-    return " ".join(lines[:2]) if lines else message
-
-
 def parse_fit_config(config: dict[str, Any]) -> Any:
-    """Parse a ``fit`` config dict with the project's LightningCLI, instantiating nothing; raises on a bad key."""
+    """Parse a ``fit`` config dict with the project's LightningCLI, instantiating nothing; a bad key or
+    value raises ``ConfigError``, worded in one line as ``fit`` words it."""
     import lightning as L
 
     from ..algorithms.cli import _CLI, TRAINER_DEFAULTS

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from .fit_config import accepts_ensemble, cell_id, compose, condense, parse_fit_config
+from .fit_config import accepts_ensemble, cell_id, compose, parse_fit_config
 
 #: Every exhibit a study can ask for (report.py draws each): the single-turn task (S), the full
 #: game (F), the tables (T), per-agent profiles of play (P), population-based training (B) and the
@@ -176,8 +176,10 @@ class _Reader:
             self.fail(key, f"{base} does not parse: {_first_line(str(e))}")
         try:
             return parse_fit_config(config)
-        except Exception as e:  # jsonargparse's ArgumentError (and what a class path's import raises)
-            self.fail(key, condense(str(e)))
+        except Exception as e:  # ConfigError, worded as fit words it (and what a class path's import raises)
+            from ..algorithms.cli import parse_error  # (Lightning's import: only when a config is checked)
+
+            self.fail(key, parse_error(str(e)))
 
     def axes(self, raw: dict[str, Any], key: str) -> dict[str, list[tuple[str, dict[str, Any]]]]:
         """Each axis as its labelled values: (label, the dotted keys that value sets)."""

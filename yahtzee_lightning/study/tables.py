@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..algorithms.resume import last_checkpoint
 from .context import (
     THRESHOLD_COLUMNS,
     Context,
@@ -52,8 +53,8 @@ def fresh_scores(ctx: Context, s: Series) -> pd.DataFrame:
     cache = json.loads(path.read_text()) if path.exists() else {}
     games, rows = ctx.study.cells[s.cell].final_eval_games, []
     for t in ctx.trials:
-        ckpt = ctx.out / t.run_dir / "checkpoints" / "last.ckpt"
-        if t.cell != s.cell or not (ctx.out / t.run_dir / "final.json").exists() or not ckpt.exists():
+        ckpt = last_checkpoint(ctx.out / t.run_dir / "checkpoints")  # either layout: flat, or a folder per run
+        if t.cell != s.cell or not (ctx.out / t.run_dir / "final.json").exists() or ckpt is None:
             continue
         for k, seed in enumerate(t.seeds):
             key = f"{t.run_dir}#{seed}#{games}"

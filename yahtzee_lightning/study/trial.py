@@ -26,6 +26,7 @@ import torch
 import yaml
 from lightning.pytorch.loggers import Logger
 
+from ..algorithms.checkpoint import is_run_checkpoint
 from .cluster import on_gpu, where
 from .fit_config import compose
 from .records import final_text, read_final
@@ -164,13 +165,20 @@ def trial_config(
     callbacks = trainer.get("callbacks") or []
     callbacks = callbacks if isinstance(callbacks, list) else [callbacks]
     saving = [cb for cb in callbacks if isinstance(cb, dict) and "dirpath" in (cb.get("init_args") or {})]
-    for cb in saving:
+    for cb in saving:  # one run per trial folder: its checkpoints as given, not a folder per run
         cb["init_args"]["dirpath"] = str(run_dir / "checkpoints")
+        if is_run_checkpoint(str(cb.get("class_path", ""))):
+            cb["init_args"]["runs_apart"] = False
     if not saving:  # a trial must leave checkpoints to resume from
         callbacks.append(
             {
                 "class_path": "yahtzee_lightning.algorithms.checkpoint.RunCheckpoint",
-                "init_args": {"dirpath": str(run_dir / "checkpoints"), "save_last": True, "every_n_epochs": 1},
+                "init_args": {
+                    "dirpath": str(run_dir / "checkpoints"),
+                    "save_last": True,
+                    "every_n_epochs": 1,
+                    "runs_apart": False,
+                },
             }
         )
     recorder = {"run_dir": str(run_dir), "settings": settings}
@@ -207,7 +215,7 @@ def resume_point(run_dir: Path, handed: Any, settings: dict[str, Any]) -> str | 
     """What ``--ckpt_path`` to give: another trial's checkpoint handed over by Ray, else ``last``
     when the run folder holds a checkpoint, else None (a new run)."""
     folder = run_dir / "checkpoints"
-    own = folder.is_dir() and any(folder.glob("*.ckpt"))
+    own = folder.is_dir() and any(folder.rglob("*.ckpt"))  # either layout (a folder per run, or none)
     if handed is not None:
         with handed.as_directory() as d:
             origin = json.loads((Path(d) / "origin.json").read_text())["run_dir"]
