@@ -34,11 +34,24 @@ def agent_from_checkpoint(path: str | Path, member: str | None = None) -> Yahtze
     from .agent import AgentFormatError, YahtzeeAgent, check_weights
 
     path = Path(path)
+    if path.is_dir():
+        raise FileNotFoundError(f"{path} is a folder, not a checkpoint file")
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
     from ..algorithms.resume import checkpoint_problem
 
-    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        if "Unsupported operand" not in str(e):
+            raise  # weights_only refused an object: the caller says so, never unpickling it
+        raise AgentFormatError(
+            f"{path}: does not load as a checkpoint (not a pickle: damaged, or another file?)"
+        ) from None
+    except Exception as e:  # truncated, garbage, not a zip: one line naming the file, never a traceback
+        raise AgentFormatError(
+            f"{path}: does not load as a checkpoint ({type(e).__name__}: damaged or truncated?)"
+        ) from None
     if not isinstance(ckpt, dict) or "hyper_parameters" not in ckpt or "state_dict" not in ckpt:
         raise AgentFormatError(f"{path}: not a Lightning checkpoint of a yahtzee_lightning algorithm")
     if problem := checkpoint_problem(ckpt, path):
