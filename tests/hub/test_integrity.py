@@ -201,6 +201,10 @@ def test_a_damaged_or_edited_ensemble_checkpoint_is_refused_naming_the_file_and_
         torch.save(state, tmp_path / file)
         return tmp_path / file
 
+    # The members' scores (what --member best picks by) are covered too: an edited one is refused.
+    edited = damaged("edit.ckpt", lambda s: s["yahtzee_lightning"]["members"][1].update(last_eval_score=999.0))
+    err = _export_error(capsys, edited, tmp_path / "a", "best")
+    assert "edit.ckpt: its training record" in err and "does not match its sha256" in err
     flipped = damaged("flip.ckpt", lambda s: s["state_dict"][name].view(-1).__setitem__(0, 1e30))
     err = _export_error(capsys, flipped, tmp_path / "a", "0")
     assert "flip.ckpt: member 1's weights do not match their sha256" in err
@@ -212,10 +216,6 @@ def test_a_damaged_or_edited_ensemble_checkpoint_is_refused_naming_the_file_and_
     )
     err = _export_error(capsys, nan, tmp_path / "a", "0")
     assert "nan.ckpt: weights that are not finite (NaN or inf) in member 1" in err
-    # The members' scores (what --member best picks by) are covered too: an edited one is refused.
-    edited = damaged("edit.ckpt", lambda s: s["yahtzee_lightning"]["members"][1].update(last_eval_score=999.0))
-    err = _export_error(capsys, edited, tmp_path / "a", "best")
-    assert "edit.ckpt: its training record" in err and "does not match its sha256" in err
     (tmp_path / "cut.ckpt").write_bytes(ckpt.read_bytes()[: ckpt.stat().st_size // 2])
     assert "cut.ckpt: does not load as a checkpoint" in _export_error(
         capsys, tmp_path / "cut.ckpt", tmp_path / "a", "0"
