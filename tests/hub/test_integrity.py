@@ -221,9 +221,7 @@ def test_a_damaged_or_edited_ensemble_checkpoint_is_refused_naming_the_file_and_
         capsys, tmp_path / "cut.ckpt", tmp_path / "a", "0"
     )
     (tmp_path / "junk.ckpt").write_bytes(b"not a checkpoint" * 20)
-    assert "junk.ckpt: does not load as a checkpoint" in _export_error(
-        capsys, tmp_path / "junk.ckpt", tmp_path / "a", "0"
-    )
+    assert "junk.ckpt: damaged, not a checkpoint" in _export_error(capsys, tmp_path / "junk.ckpt", tmp_path / "a", "0")
     (tmp_path / "folder.ckpt").mkdir()
     assert "folder.ckpt is a folder, not a checkpoint file" in _export_error(
         capsys, tmp_path / "folder.ckpt", tmp_path / "a", "0"

@@ -42,12 +42,8 @@ def agent_from_checkpoint(path: str | Path, member: str | None = None) -> Yahtze
 
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as e:
-        if "Unsupported operand" not in str(e):
-            raise  # weights_only refused an object: the caller says so, never unpickling it
-        raise AgentFormatError(
-            f"{path}: does not load as a checkpoint (not a pickle: damaged, or another file?)"
-        ) from None
+    except pickle.UnpicklingError:
+        raise  # weights_only refused what it read: the caller says so, never unpickling it
     except Exception as e:  # truncated, garbage, not a zip: one line naming the file, never a traceback
         raise AgentFormatError(
             f"{path}: does not load as a checkpoint ({type(e).__name__}: damaged or truncated?)"
@@ -132,9 +128,10 @@ def export_main(argv: list[str] | None = None) -> int:
         agent = agent_from_checkpoint(args.checkpoint, args.member)
     except (AgentError, FileNotFoundError) as e:
         parser.error(str(e))
-    except pickle.UnpicklingError as e:  # weights_only refused an object: never fall back to full unpickling
+    except pickle.UnpicklingError as e:  # weights_only refused what it read: never fall back to full unpickling
         detail = str(e).split("WeightsUnpickler error:")[-1].split("Check the documentation")[0].strip()
-        parser.error(f"{args.checkpoint}: holds objects that only full unpickling could load; refusing ({detail})")
+        what = "damaged, not a checkpoint, or holds objects that only full unpickling could load"
+        parser.error(f"{args.checkpoint}: {what}; refusing ({detail})")
     t = agent.training
     t["name"] = args.name or Path(args.directory).resolve().name
     t["hardware"] = args.hardware or t.get("hardware") or describe_machine()
