@@ -60,16 +60,8 @@ def test_the_reports_fresh_game_cache_and_the_weights_it_plays_are_checked(tmp_p
     from yahtzee_lightning.study.tables import FRESH, fresh_scores
 
     run = tmp_path / "runs" / "c-s0"
-    model = Reinforce(
-        total_games=20,
-        games_per_batch=20,
-        evaluations=1,
-        eval_games=2,
-        final_eval_games=0,
-        d_h=16,
-        n_layers=1,
-        head_hidden=16,
-    )
+    tiny = {"d_h": 16, "n_layers": 1, "head_hidden": 16, "evaluations": 1, "eval_games": 2, "final_eval_games": 0}
+    model = Reinforce(total_games=20, games_per_batch=20, **tiny)
     L.Trainer(default_root_dir=tmp_path, logger=False, enable_progress_bar=False, num_sanity_val_steps=0).fit(model)
     ckpt = run / "checkpoints" / "last.ckpt"
     model.trainer.save_checkpoint(ckpt)
