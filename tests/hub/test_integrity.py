@@ -99,8 +99,10 @@ def test_shipped_agents_carry_a_digest_that_verifies(folder, caplog):
     assert config[WEIGHTS_DIGEST] in (folder / "README.md").read_text()
 
 
-def _checkpoint(tmp_path: Path) -> Path:
-    model = Reinforce(total_games=40, games_per_batch=20, evaluations=1, eval_games=4, final_eval_games=0, **TINY)
+def _checkpoint(tmp_path: Path, **settings) -> Path:
+    model = Reinforce(
+        total_games=40, games_per_batch=20, evaluations=1, eval_games=4, final_eval_games=0, **TINY, **settings
+    )
     trainer = L.Trainer(default_root_dir=tmp_path, logger=False, enable_progress_bar=False, num_sanity_val_steps=0)
     trainer.fit(model)
     trainer.save_checkpoint(tmp_path / "run.ckpt")
@@ -178,3 +180,50 @@ def test_pull_refuses_a_folder_with_the_users_files(tmp_path):
     )
     assert run.returncode == 2 and "is not an agent folder" in run.stderr, run.stderr[-2000:]
     assert (mine / "README.md").read_text() == "my notes"
+
+
+def _export_error(capsys, ckpt: Path, folder: Path, member: str) -> str:
+    with pytest.raises(SystemExit) as e:
+        main(["export", str(ckpt), str(folder), "--games", "0", "--member", member])
+    assert e.value.code == 2 and not folder.exists()
+    return capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_a_damaged_or_edited_ensemble_checkpoint_is_refused_naming_the_file_and_member(tmp_path, capsys):
+    ckpt = _checkpoint(tmp_path, ensemble=2)
+    intact = torch.load(ckpt, map_location="cpu", weights_only=True)
+    assert intact["yahtzee_lightning"]["members"][0]["last_eval_score"] is not None
+    name = next(k for k, v in intact["state_dict"].items() if k.startswith("members.1.") and v.is_floating_point())
+
+    def damaged(file: str, change) -> Path:
+        state = torch.load(ckpt, map_location="cpu", weights_only=True)
+        change(state)
+        torch.save(state, tmp_path / file)
+        return tmp_path / file
+
+    # The members' scores (what --member best picks by) are covered too: an edited one is refused.
+    edited = damaged("edit.ckpt", lambda s: s["yahtzee_lightning"]["members"][1].update(last_eval_score=999.0))
+    err = _export_error(capsys, edited, tmp_path / "a", "best")
+    assert "edit.ckpt: its training record" in err and "does not match its sha256" in err
+    flipped = damaged("flip.ckpt", lambda s: s["state_dict"][name].view(-1).__setitem__(0, 1e30))
+    err = _export_error(capsys, flipped, tmp_path / "a", "0")
+    assert "flip.ckpt: member 1's weights do not match their sha256" in err
+    # NaN in member 1 of a checkpoint written before digests: only the NaN tells, and the member is named.
+    old = {"algorithm": "Reinforce", "members": intact["yahtzee_lightning"]["members"]}
+    nan = damaged(
+        "nan.ckpt",
+        lambda s: (s["state_dict"][name].view(-1).__setitem__(0, float("nan")), s.update(yahtzee_lightning=old)),
+    )
+    err = _export_error(capsys, nan, tmp_path / "a", "0")
+    assert "nan.ckpt: weights that are not finite (NaN or inf) in member 1" in err
+    (tmp_path / "cut.ckpt").write_bytes(ckpt.read_bytes()[: ckpt.stat().st_size // 2])
+    assert "cut.ckpt: does not load as a checkpoint" in _export_error(
+        capsys, tmp_path / "cut.ckpt", tmp_path / "a", "0"
+    )
+    (tmp_path / "junk.ckpt").write_bytes(b"not a checkpoint" * 20)
+    assert "junk.ckpt: damaged, not a checkpoint" in _export_error(capsys, tmp_path / "junk.ckpt", tmp_path / "a", "0")
+    (tmp_path / "folder.ckpt").mkdir()
+    assert "folder.ckpt is a folder, not a checkpoint file" in _export_error(
+        capsys, tmp_path / "folder.ckpt", tmp_path / "a", "0"
+    )
+    assert main(["export", str(ckpt), str(tmp_path / "best"), "--games", "0", "--member", "best"]) == 0

@@ -3,6 +3,8 @@
 import json
 import logging
 
+import pytest
+
 from yahtzee_lightning.study.records import final_text, read_final
 
 
@@ -23,3 +25,110 @@ def test_final_json_edited_or_truncated_is_named_and_not_used(tmp_path, caplog):
         assert read_final(path) == record
     assert "carries no sha256" in caplog.text
     assert read_final(tmp_path / "absent.json") is None
+
+
+def test_history_lines_edited_damaged_or_cut_are_named_and_left_out(tmp_path, caplog):
+    from yahtzee_lightning.digest import record_sha256
+    from yahtzee_lightning.study.results import _history
+
+    path = tmp_path / "history.jsonl"
+    rows = [{"member": 0, "eval/games": g, "eval/mean_score": s} for g, s in ((20, 50.8), (40, 60.1), (60, 70.2))]
+    lines = [json.dumps({**r, "sha256": record_sha256(r)}) for r in rows]  # as the study writes them
+    lines[1] = lines[1].replace("60.1", "75.5")  # edited by hand
+    cut = json.dumps({"member": 0, "eval/games": 80, "eval/mean_score": 80.3})[:25]  # a kill while writing
+    path.write_text("\n".join([lines[0], lines[1], "5", lines[2], cut]) + "\n")
+    with caplog.at_level(logging.WARNING):
+        assert [r["eval/mean_score"] for r in _history(path)] == [50.8, 70.2]
+    for line, why in ((2, "does not match its sha256"), (3, "not a JSON object"), (5, "cut short")):
+        assert f"{path}:{line}: {why}" in caplog.text
+    path.write_text(json.dumps(rows[0]) + "\n")  # written before digests: used, with a warning
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert _history(path) == [rows[0]]
+    assert "carry no sha256" in caplog.text
+
+
+def test_the_reports_fresh_game_cache_and_the_weights_it_plays_are_checked(tmp_path, caplog):
+    """T1's fresh-game columns: an edited ``fresh.json`` is computed again, a damaged checkpoint named."""
+    from types import SimpleNamespace
+
+    import lightning as L
+    import torch
+
+    from yahtzee_lightning.algorithms import Reinforce
+    from yahtzee_lightning.study.spec import StudyError
+    from yahtzee_lightning.study.tables import FRESH, fresh_scores
+
+    run = tmp_path / "runs" / "c-s0"
+    tiny = {"d_h": 16, "n_layers": 1, "head_hidden": 16, "evaluations": 1, "eval_games": 2, "final_eval_games": 0}
+    model = Reinforce(total_games=20, games_per_batch=20, **tiny)
+    L.Trainer(default_root_dir=tmp_path, logger=False, enable_progress_bar=False, num_sanity_val_steps=0).fit(model)
+    ckpt = run / "checkpoints" / "last.ckpt"
+    model.trainer.save_checkpoint(ckpt)
+    (run / "final.json").write_text("{}")
+    cells = {"c": SimpleNamespace(final_eval_games=4)}
+    ctx = SimpleNamespace(
+        out=tmp_path,
+        study=SimpleNamespace(cells=cells),
+        trials=[SimpleNamespace(cell="c", run_dir="runs/c-s0", seeds=[0])],
+    )
+    first = fresh_scores(ctx, SimpleNamespace(cell="c"))["mean_score"].tolist()
+    cache = json.loads((tmp_path / FRESH).read_text())
+    cache = {k: {**v, "mean_score": 999.0} if isinstance(v, dict) else v for k, v in cache.items()}
+    (tmp_path / FRESH).write_text(json.dumps(cache))  # edited by hand
+    with caplog.at_level(logging.WARNING):
+        assert fresh_scores(ctx, SimpleNamespace(cell="c"))["mean_score"].tolist() == first
+    assert f"{tmp_path / FRESH}: does not match its sha256" in caplog.text
+    (tmp_path / FRESH).unlink()
+    state = torch.load(ckpt, map_location="cpu", weights_only=True)
+    next(v for k, v in state["state_dict"].items() if v.is_floating_point()).view(-1)[0] += 1.0  # damaged
+    torch.save(state, ckpt)
+    with pytest.raises(StudyError, match=r"last.ckpt: the weights do not match their sha256"):
+        fresh_scores(ctx, SimpleNamespace(cell="c"))
+
+
+def test_a_committed_reports_edited_reference_json_is_refused(tmp_path, caplog):
+    from yahtzee_lightning.digest import record_sha256
+    from yahtzee_lightning.study.context import references
+    from yahtzee_lightning.study.spec import StudyError
+
+    path = tmp_path / "reference.json"  # a report's committed copy: no run folders to compute it again
+    ref = {"key": {"games": 4, "seed": 0}, "greedy": {"score": {"mean": 190.2}}}
+    path.write_text(json.dumps({**ref, "sha256": record_sha256(ref)}))  # as the report writes it
+    assert references(tmp_path, None)["greedy"] == ref["greedy"]
+    path.write_text(path.read_text().replace("190.2", "230.2"))
+    with caplog.at_level(logging.WARNING), pytest.raises(StudyError, match="reference.json: cannot be trusted"):
+        references(tmp_path, None)
+    assert f"{path}: does not match its sha256" in caplog.text
+
+
+def test_a_damaged_or_edited_study_plan_is_one_line_naming_it(tmp_path):
+    from yahtzee_lightning.digest import record_sha256
+    from yahtzee_lightning.study.results import load_plan
+    from yahtzee_lightning.study.spec import StudyError
+
+    plan = tmp_path / "study.json"
+    for text, why in (
+        ('{"study": {"name": "s", "pro', "cannot be trusted"),  # cut short
+        (json.dumps({"study": {}, "trials": [], "sha256": "0" * 64}), "cannot be trusted"),  # edited
+        (json.dumps({"trials": [], "sha256": record_sha256({"trials": []})}), "not a study plan"),
+    ):
+        plan.write_text(text)
+        with pytest.raises(StudyError, match=f"study.json: {why}"):
+            load_plan(tmp_path)
+
+
+def test_a_damaged_sessions_line_is_named_and_left_out(tmp_path, caplog):
+    import time
+
+    from yahtzee_lightning.study.runner import SESSIONS, log_session
+
+    started = time.time()
+    log_session(tmp_path, "yahtzee-lightning study run s.yaml", started, 2, None, end=False)
+    with open(tmp_path / SESSIONS, "a") as f:
+        f.write('{"command": "cut short\n')  # a kill while writing, or an edit
+    with caplog.at_level(logging.WARNING):
+        log_session(tmp_path, "yahtzee-lightning study run s.yaml", started, 2, None, end=True)
+    assert f"{tmp_path / SESSIONS}:2: cut short" in caplog.text
+    (line,) = [json.loads(text) for text in (tmp_path / SESSIONS).read_text().splitlines()]  # damaged one left out
+    assert line["wall_clock_s"] is not None and line["cpus"] == 2

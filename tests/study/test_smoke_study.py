@@ -61,7 +61,7 @@ def test_the_smoke_study_runs_is_killed_resumes_and_reports(tmp_path, default_ta
     assert "resuming from" in (caught / "fit.log").read_text()
 
     table = pd.read_csv(out / "results.csv")
-    study, trials = json.loads((out / "study.json").read_text()).values()
+    trials = json.loads((out / "study.json").read_text())["trials"]
     finals = table[table["stage"] == "final"]
     assert len(finals) == sum(len(t["seeds"]) for t in trials) and set(finals["status"]) == {"done"}
     assert finals.groupby("cell")["seed"].nunique().eq(2).all()  # every cell, both seeds (runs or members)

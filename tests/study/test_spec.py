@@ -1,6 +1,8 @@
 """Study files: the shipped ones expand and check; bad ones end in one line naming the file and key,
 before anything runs; a study folder is never overwritten by another study without --force."""
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -193,8 +195,13 @@ def test_force_on_a_folder_that_holds_no_study_deletes_nothing(tmp_path):
 
 
 def test_a_report_never_deletes_a_users_file_in_its_folder(tmp_path):
-    from yahtzee_lightning.study.report import clear_report, write_report
+    from yahtzee_lightning.study.report import write_report
 
+    # A study folder a report can be drawn from (a committed copy, no exhibits): the user's file is at stake.
+    plan = json.loads((ROOT / "docs" / "study" / "study.json").read_text())
+    plan["study"]["exhibits"] = {}
+    (tmp_path / "study.json").write_text(json.dumps(plan))
+    shutil.copy(ROOT / "docs" / "study" / "results.csv", tmp_path)
     folder = tmp_path / "report"
     folder.mkdir()
     (folder / "mine.md").write_text("mine")
@@ -203,6 +210,8 @@ def test_a_report_never_deletes_a_users_file_in_its_folder(tmp_path):
             write_report(tmp_path, force=force)
         assert (folder / "mine.md").read_text() == "mine"
     (folder / "mine.md").unlink()
+    from yahtzee_lightning.study.report import clear_report
+
     (folder / "index.md").write_text("an old report")
     (folder / "claims.md").write_text("old claims")
     with pytest.raises(StudyError, match="a report is already there; add --force"):

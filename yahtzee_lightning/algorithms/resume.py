@@ -18,7 +18,7 @@ from typing import Any
 import lightning as L
 import torch
 
-from ..digest import DIGEST_KEY, nonfinite, tensors_sha256
+from ..digest import DIGEST_KEY, nonfinite, record_sha256, tensors_sha256
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +31,38 @@ class ResumeError(ValueError):
     """A ``--ckpt_path`` that cannot be resumed as asked; the message says why."""
 
 
+#: Where a checkpoint's record (``checkpoint["yahtzee_lightning"]``: algorithm, games, an ensemble's
+#: members with their settings and last scores, which ``export --member best`` picks by) keeps its own
+#: sha256, and an ensemble's checkpoint the sha256 of each member's weights (to name a damaged one).
+RECORD_DIGEST, MEMBERS_DIGEST = "record_sha256", "members_sha256"
+
+
+def _member_states(state: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """An ensemble's weights by member (``members.K.`` entries); empty for a single network."""
+    members: dict[int, dict[str, Any]] = {}
+    for key, value in state.items():
+        head, _, rest = key.partition(".")
+        index, _, name = rest.partition(".")
+        if head == "members" and index.isdigit():
+            members.setdefault(int(index), {})[name] = value
+    return members
+
+
 def checkpoint_digest(checkpoint: dict[str, Any]) -> None:
-    """Record the sha256 of the checkpoint's weights in it (``on_save_checkpoint``), for
-    :func:`checkpoint_problem` to check when it is resumed, exported or started from."""
-    checkpoint.setdefault("yahtzee_lightning", {})[DIGEST_KEY] = tensors_sha256(checkpoint["state_dict"])
+    """Record the sha256 of the checkpoint's weights (each member's too, in an ensemble) and of its
+    record in it (``on_save_checkpoint``), for :func:`checkpoint_problem` to check when it is
+    resumed, exported or started from."""
+    info = checkpoint.setdefault("yahtzee_lightning", {})
+    info[DIGEST_KEY] = tensors_sha256(checkpoint["state_dict"])
+    if members := _member_states(checkpoint["state_dict"]):
+        info[MEMBERS_DIGEST] = {str(k): tensors_sha256(s) for k, s in sorted(members.items())}
+    info[RECORD_DIGEST] = record_sha256({k: v for k, v in info.items() if k != RECORD_DIGEST})
+
+
+def _by_member(names: list[str]) -> str:
+    """Tensor names, grouped by the ensemble member that holds them (``members.K.``) where one does."""
+    members = sorted({int(n.split(".")[1]) for n in names if n.startswith("members.") and n.split(".")[1].isdigit()})
+    return f"member {', '.join(map(str, members))} ({names[:5]})" if members else str(names[:5])
 
 
 def checkpoint_problem(ckpt: Any, path: str | Path) -> str | None:
@@ -42,13 +70,28 @@ def checkpoint_problem(ckpt: Any, path: str | Path) -> str | None:
     or that are not finite), or None. One written before digests is trusted with a warning."""
     if not isinstance(ckpt, dict) or not isinstance(ckpt.get("state_dict"), dict):
         return "not a Lightning checkpoint"
-    state, saved = ckpt["state_dict"], (ckpt.get("yahtzee_lightning") or {}).get(DIGEST_KEY)
+    info = ckpt.get("yahtzee_lightning") or {}
+    if not isinstance(info, dict):
+        return "its training record is not a mapping (the file is damaged)"
+    state, saved = ckpt["state_dict"], info.get(DIGEST_KEY)
     if saved is None:
         log.warning("warning: %s carries no sha256 of its weights (written before digests); loaded unchecked", path)
     elif saved != tensors_sha256(state):
-        return "the weights do not match their sha256 (the file is damaged)"
+        saved_members = info.get(MEMBERS_DIGEST) or {}
+        members = _member_states(state)
+        bad = [k for k in sorted(members) if saved_members.get(str(k)) not in (None, tensors_sha256(members[k]))]
+        which = f"member {', '.join(map(str, bad))}'s weights" if bad else "the weights"
+        return f"{which} do not match their sha256 (the file is damaged)"
+    if RECORD_DIGEST not in info:
+        if saved is not None:
+            log.warning(
+                "warning: %s carries no sha256 of its training record (written before it); loaded unchecked", path
+            )
+    elif info[RECORD_DIGEST] != record_sha256({k: v for k, v in info.items() if k != RECORD_DIGEST}):
+        what = "its training record (algorithm, games, members' settings and scores)"
+        return f"{what} does not match its sha256 (damaged or edited)"
     if bad := nonfinite({k: v for k, v in state.items() if isinstance(v, torch.Tensor)}):
-        return f"weights that are not finite (NaN or inf) in {bad[:5]}"
+        return f"weights that are not finite (NaN or inf) in {_by_member(bad)}"
     return None
 
 

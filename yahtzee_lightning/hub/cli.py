@@ -34,11 +34,20 @@ def agent_from_checkpoint(path: str | Path, member: str | None = None) -> Yahtze
     from .agent import AgentFormatError, YahtzeeAgent, check_weights
 
     path = Path(path)
+    if path.is_dir():
+        raise FileNotFoundError(f"{path} is a folder, not a checkpoint file")
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
     from ..algorithms.resume import checkpoint_problem
 
-    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise  # weights_only refused what it read: the caller says so, never unpickling it
+    except Exception as e:  # truncated, garbage, not a zip: one line naming the file, never a traceback
+        raise AgentFormatError(
+            f"{path}: does not load as a checkpoint ({type(e).__name__}: damaged or truncated?)"
+        ) from None
     if not isinstance(ckpt, dict) or "hyper_parameters" not in ckpt or "state_dict" not in ckpt:
         raise AgentFormatError(f"{path}: not a Lightning checkpoint of a yahtzee_lightning algorithm")
     if problem := checkpoint_problem(ckpt, path):
@@ -119,9 +128,10 @@ def export_main(argv: list[str] | None = None) -> int:
         agent = agent_from_checkpoint(args.checkpoint, args.member)
     except (AgentError, FileNotFoundError) as e:
         parser.error(str(e))
-    except pickle.UnpicklingError as e:  # weights_only refused an object: never fall back to full unpickling
+    except pickle.UnpicklingError as e:  # weights_only refused what it read: never fall back to full unpickling
         detail = str(e).split("WeightsUnpickler error:")[-1].split("Check the documentation")[0].strip()
-        parser.error(f"{args.checkpoint}: holds objects that only full unpickling could load; refusing ({detail})")
+        what = "damaged, not a checkpoint, or holds objects that only full unpickling could load"
+        parser.error(f"{args.checkpoint}: {what}; refusing ({detail})")
     t = agent.training
     t["name"] = args.name or Path(args.directory).resolve().name
     t["hardware"] = args.hardware or t.get("hardware") or describe_machine()

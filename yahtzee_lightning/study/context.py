@@ -4,7 +4,6 @@ mean with its interval (``stats``: a t interval over seeds, cut at the quantity'
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,9 +16,10 @@ import pandas as pd
 
 from ..game import BOX_NAMES
 from ..game.rules import UPPER_BONUS
+from .records import digested_text, read_record
 from .results import load_plan, load_table, optimal_summary
 from .runner import POOL
-from .spec import Cell, Study
+from .spec import Cell, Study, StudyError
 from .stats import Interval, interval, method_text
 
 UPPER, LOWER = BOX_NAMES[:6], BOX_NAMES[6:]
@@ -181,9 +181,13 @@ def references(out: Path, study: Study) -> dict[str, Any]:
     path = out / "reference.json"
     optimal = optimal_summary(out)
     if optimal is None:
-        return json.loads(path.read_text()) if path.exists() and not (out / "runs").is_dir() else {}
+        if not path.exists() or (out / "runs").is_dir():
+            return {}
+        if (kept := read_record(path, "no run folders here to compute it again")) is None:
+            raise StudyError(f"{path}: cannot be trusted (see the warning); restore it from the study folder")
+        return kept
     key = {"games": optimal["games"], "seed": optimal.get("final_seed")}
-    if path.exists() and (cached := json.loads(path.read_text())).get("key") == key:
+    if (cached := read_record(path, "computed again")) is not None and cached.get("key") == key:
         return cached
     from ..evaluation import evaluate, play_single_turns
     from ..game import Rules
@@ -196,7 +200,7 @@ def references(out: Path, study: Study) -> dict[str, Any]:
         for name, p in (("greedy", GreedyPlayer(rules)), ("optimal", OptimalPlayer(rules)))
     }
     ref = {"key": key, "optimal": optimal, "greedy": greedy, "single_turn": single}
-    path.write_text(json.dumps(ref))
+    path.write_text(digested_text(ref))
     return ref
 
 

@@ -1,5 +1,8 @@
-"""A trial's ``final.json`` carries the sha256 of its record: one edited by hand, damaged or cut short
-is named in one line and treated as absent (its cell runs again), never used as a result."""
+"""The study's own records carry the sha256 of their content, so that one edited by hand, damaged or
+cut short is named in one line and treated as absent, never used as a result: a trial's
+``final.json`` (its cell runs again), each line of its ``history.jsonl`` (the line is left out of
+the curves), the report's caches ``fresh.json`` and ``reference.json`` (computed again). Records
+written before digests are used, with a warning."""
 
 from __future__ import annotations
 
@@ -13,28 +16,72 @@ from ..digest import DIGEST_KEY, record_sha256
 LOG = logging.getLogger(__name__)
 
 
-def final_text(record: dict[str, Any]) -> str:
-    """``record`` as ``final.json`` holds it: with its sha256."""
+def digested_text(record: dict[str, Any]) -> str:
+    """``record`` as a file (or a line) of ours holds it: with its sha256."""
     return json.dumps({**record, DIGEST_KEY: record_sha256(record)})
 
 
-def read_final(path: Path) -> dict[str, Any] | None:
-    """The record in ``path``, or None when there is none or it cannot be trusted (warned, naming it).
-    A record written before digests is used, with a warning."""
+def final_text(record: dict[str, Any]) -> str:
+    """``record`` as ``final.json`` holds it: with its sha256."""
+    return digested_text(record)
+
+
+def _checked(record: Any, where: str, then: str, old: bool = True) -> dict[str, Any] | None:
+    """``record`` without its sha256 if it is a record that matches it, else None (warned, naming ``where``)."""
+    if not isinstance(record, dict):
+        LOG.warning("warning: %s: not a JSON object; %s", where, then)
+        return None
+    if DIGEST_KEY not in record:
+        if old:
+            LOG.warning("warning: %s: carries no sha256 (written before digests)", where)
+        return record
+    if record[DIGEST_KEY] != record_sha256(record):
+        LOG.warning("warning: %s: does not match its sha256 (damaged or edited); %s", where, then)
+        return None
+    return {k: v for k, v in record.items() if k != DIGEST_KEY}
+
+
+def read_record(path: Path, then: str) -> dict[str, Any] | None:
+    """The record in ``path``, or None when there is none or it cannot be trusted (warned, naming it
+    and ``then``, what happens instead). A record written before digests is used, with a warning."""
     if not path.exists():
         return None
     try:
         record = json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        LOG.warning("warning: %s: unreadable (%s); its cell runs again", path, type(e).__name__)
+        LOG.warning("warning: %s: unreadable (%s); %s", path, type(e).__name__, then)
         return None
-    if not isinstance(record, dict):
-        LOG.warning("warning: %s: not a JSON object; its cell runs again", path)
-        return None
-    if DIGEST_KEY not in record:
-        LOG.warning("warning: %s: carries no sha256 (written before digests)", path)
-        return record
-    if record[DIGEST_KEY] != record_sha256(record):
-        LOG.warning("warning: %s: does not match its sha256 (damaged or edited); its cell runs again", path)
-        return None
-    return {k: v for k, v in record.items() if k != DIGEST_KEY}
+    return _checked(record, str(path), then)
+
+
+def read_final(path: Path) -> dict[str, Any] | None:
+    """A trial's ``final.json`` (:func:`read_record`): one that cannot be trusted runs its cell again."""
+    return read_record(path, "its cell runs again")
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file of ours (``history.jsonl``), in order. A line that is cut short
+    (a kill while writing), damaged or edited is named (``FILE:LINE``) and left out; lines written
+    before digests are used, with one warning for the file."""
+    if not path.exists():
+        return []
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, ValueError) as e:
+        LOG.warning("warning: %s: unreadable (%s); its evaluations are left out", path, type(e).__name__)
+        return []
+    rows, old = [], 0
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            LOG.warning("warning: %s:%d: cut short or damaged (not JSON); the line is left out", path, number)
+            continue
+        old += isinstance(record, dict) and DIGEST_KEY not in record
+        if (row := _checked(record, f"{path}:{number}", "the line is left out", old=False)) is not None:
+            rows.append(row)
+    if old:
+        LOG.warning("warning: %s: %d lines carry no sha256 (written before digests)", path, old)
+    return rows

@@ -25,6 +25,7 @@ from .context import (
     Exhibit,
 )
 from .figures import draw_agent_bars, draw_bars, draw_curves, draw_pareto, draw_population, draw_regret
+from .records import read_lines
 from .runner import SESSIONS
 from .spec import EXHIBIT_IDS, StudyError
 from .tables import table_distribution, table_entropy, table_population, table_summary
@@ -218,7 +219,7 @@ def _status_lines(ctx: Context) -> list[str]:
     counts = members["status"].value_counts().to_dict()
     lines = [f"Members: {', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}. Results: `results.csv`.", ""]
     sessions = ctx.out / SESSIONS
-    runs = [json.loads(line) for line in sessions.read_text().splitlines() if line.strip()] if sessions.exists() else []
+    runs = read_lines(sessions)  # a damaged or edited line is named and left out
     if runs:
         minutes = sum(r["wall_clock_s"] or 0 for r in runs) / 60
         lines.append(f"Wall clock: {minutes:.0f} min in {len(runs)} session(s) of `study run`:")

@@ -10,7 +10,6 @@ box filled, median turn filled; the regret per game by box scored and by turn).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from .records import read_final
+from .records import read_final, read_lines, read_record
 from .spec import Study, StudyError
 
 PLAN = "study.json"
@@ -49,20 +48,26 @@ def load_plan(out: Path) -> tuple[Study, list[Trial]]:
     plan = Path(out) / PLAN
     if not plan.exists():
         raise StudyError(f"{out}: not a study folder (no {PLAN}); run `yahtzee-lightning study run FILE --out {out}`")
-    data = json.loads(plan.read_text())
-    return Study.from_json(data["study"]), [Trial(**t) for t in data["trials"]]
+    data = read_plan(plan)
+    try:
+        return Study.from_json(data["study"]), [Trial(**t) for t in data["trials"]]
+    except (KeyError, TypeError, ValueError) as e:
+        raise StudyError(
+            f"{plan}: not a study plan ({type(e).__name__}: {e}); restore it, or run the study again"
+        ) from None
+
+
+def read_plan(plan: Path) -> dict[str, Any]:
+    """The record in a study folder's ``study.json``; a damaged or edited one is refused in one line."""
+    if (data := read_record(plan, "refused")) is None:
+        raise StudyError(f"{plan}: cannot be trusted (damaged or edited); restore it, or run the study again")
+    return data
 
 
 def _history(path: Path) -> list[dict[str, Any]]:
     """The evaluation lines of a run, the last one kept where a resumed run evaluated again."""
-    if not path.exists():
-        return []
     rows: dict[tuple[int, float], dict[str, Any]] = {}
-    for line in path.read_text().splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:  # a line cut short by a kill
-            continue
+    for row in read_lines(path):  # a line cut short by a kill, damaged or edited: named and left out
         rows[(row.get("member", 0), row.get("eval/games", row.get("epoch")))] = row
     return [rows[k] for k in sorted(rows)]
 

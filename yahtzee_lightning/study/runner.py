@@ -11,7 +11,6 @@ holds its final evaluation is never trained again.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import sys
@@ -25,7 +24,8 @@ from ray import tune
 from ..machine import describe_machine
 from .cluster import CLUSTER_RETRIES, check_address, check_nodes, trial_resources
 from .packing import ensemble_of, pack_trials
-from .results import PLAN, Trial, write_table
+from .records import digested_text, read_lines
+from .results import PLAN, Trial, read_plan, write_table
 from .spec import Cell, Study, StudyError
 
 #: What a study writes into its folder: all that ``--force`` deletes (nothing else there is touched).
@@ -84,7 +84,7 @@ def prepare_folder(study: Study, out: Path, force: bool) -> None:
             elif target.exists():
                 target.unlink()
     if plan.exists():
-        old = json.loads(plan.read_text())["study"]
+        old = read_plan(plan)["study"]
         if (old["name"], old["profile"]) != (study.name, study.profile):
             raise StudyError(
                 f"{out}: holds the results of study {old['name']!r} (profile {old['profile']}), not {study.name!r} "
@@ -96,7 +96,7 @@ def prepare_folder(study: Study, out: Path, force: bool) -> None:
             study.pack = packed
             trials = plan_trials(study)
     out.mkdir(parents=True, exist_ok=True)
-    plan.write_text(json.dumps({"study": study.to_json(), "trials": [asdict(t) for t in trials]}, indent=1))
+    plan.write_text(digested_text({"study": study.to_json(), "trials": [asdict(t) for t in trials]}))
 
 
 def init_ray(address: str | None, cpus: int | None) -> int:
@@ -288,10 +288,10 @@ def log_session(out: Path, command: str | None, started: float, cpus: int, addre
         "cpus": cpus,
     }
     path = out / SESSIONS
-    lines = path.read_text().splitlines() if path.exists() else []
-    if end and lines and json.loads(lines[-1])["started"] == record["started"]:
+    lines = read_lines(path)  # a damaged or edited line is named and left out
+    if end and lines and lines[-1].get("started") == record["started"]:
         lines.pop()  # this session's opening line
-    path.write_text("".join(line + "\n" for line in [*lines, json.dumps(record)]))
+    path.write_text("".join(digested_text(line) + "\n" for line in [*lines, record]))
 
 
 def run_study(

@@ -4,7 +4,7 @@ is its mean over seeds with the interval of ``stats`` in brackets (none with one
 
 from __future__ import annotations
 
-import json
+import pickle
 from pathlib import Path
 
 import pandas as pd
@@ -21,6 +21,8 @@ from .context import (
     reference_columns,
     reference_rows,
 )
+from .records import digested_text, read_record
+from .spec import StudyError
 
 FRESH = "fresh.json"  # T1's re-evaluations on fresh games, by member (cached in the study folder)
 FRESH_SEED = 15_485_863  # added to a member's seed: games that neither its evaluations nor its final one played
@@ -47,10 +49,11 @@ def fresh_scores(ctx: Context, s: Series) -> pd.DataFrame:
     final evaluation) from its run folder's last checkpoint: mean and median per seed. Empty where
     the study folder holds no weights (a report's committed copy). Cached in ``OUT/fresh.json``."""
     from ..evaluation import evaluate
+    from ..hub import AgentError
     from ..hub.cli import agent_from_checkpoint
 
     path = ctx.out / FRESH
-    cache = json.loads(path.read_text()) if path.exists() else {}
+    cache = read_record(path, "computed again") or {}
     games, rows = ctx.study.cells[s.cell].final_eval_games, []
     for t in ctx.trials:
         ckpt = last_checkpoint(ctx.out / t.run_dir / "checkpoints")  # either layout: flat, or a folder per run
@@ -59,12 +62,15 @@ def fresh_scores(ctx: Context, s: Series) -> pd.DataFrame:
         for k, seed in enumerate(t.seeds):
             key = f"{t.run_dir}#{seed}#{games}"
             if key not in cache:
-                agent = agent_from_checkpoint(ckpt, str(k) if len(t.seeds) > 1 else None)
+                try:
+                    agent = agent_from_checkpoint(ckpt, str(k) if len(t.seeds) > 1 else None)
+                except (AgentError, OSError, pickle.UnpicklingError) as e:  # damaged: named, never a traceback
+                    raise StudyError(f"{e} (T1 plays each member's last checkpoint again on fresh games)") from None
                 summary = evaluate(agent.player(), games, seed + FRESH_SEED, with_optimal=False, regret=False)
                 cache[key] = {"mean_score": summary["summary"]["score"]["mean"], "median": summary["summary"]["median"]}
             rows.append({"seed": seed, **cache[key]})
     if rows:
-        path.write_text(json.dumps(cache, indent=1))
+        path.write_text(digested_text(cache))
     return pd.DataFrame(rows, columns=["seed", "mean_score", "median"])
 
 

@@ -29,7 +29,7 @@ from lightning.pytorch.loggers import Logger
 from ..algorithms.checkpoint import is_run_checkpoint
 from .cluster import on_gpu, where
 from .fit_config import compose
-from .records import final_text, read_final
+from .records import digested_text, final_text, read_final
 from .spec import Cell
 
 HISTORY, FINAL, ERROR, LOG = "history.jsonl", "final.json", "error.txt", "fit.log"
@@ -65,7 +65,7 @@ class StudyRecorder(L.Callback):
         settings = {f"setting/{k}": v for k, v in self.settings.items()}
         rows = [row | settings | where() for row in evaluation_rows(trainer, pl_module)]
         with open(self.run_dir / HISTORY, "a") as f:
-            f.writelines(json.dumps(row) + "\n" for row in rows)
+            f.writelines(digested_text(row) + "\n" for row in rows)
         if in_tune_session():
             from ray import tune
 
