@@ -210,7 +210,7 @@ def reference_lines(ax: Any, ctx: Context, metric: str, horizontal: bool = True)
     the optimal full-game player gives points up for later turns: the legend says which is which."""
     ref = ctx.reference
     if not ref:
-        return
+        return []
     values = {
         "mean_score": (ref["optimal"]["exact_expected_score"], ref["greedy"]["score"]["mean"]),
         "upper_bonus_rate": (ref["optimal"]["upper_bonus_rate"], ref["greedy"]["upper_bonus_rate"]),
