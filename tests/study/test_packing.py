@@ -8,7 +8,7 @@ import subprocess
 import pandas as pd
 import pytest
 import yaml
-from test_smoke_study import ROOT, SMOKE, _study
+from test_smoke_study import ROOT, SMOKE, _finish, _study
 
 from yahtzee_lightning.study.runner import plan_trials, prepare_folder
 from yahtzee_lightning.study.spec import StudyError, load_study
@@ -35,10 +35,11 @@ def _write(tmp_path, study: dict) -> str:
     return str(path)
 
 
-def _run(path: str, out, *flags: str) -> None:
+def _run(path: str, out, *flags: str) -> str:
     run = _study("run", path, "--out", str(out), "--cpus", "2", *flags, stderr=subprocess.PIPE)
-    _, err = run.communicate(timeout=600)
+    _, err = _finish(run)
     assert run.returncode == 0, err[-3000:]
+    return err
 
 
 def _numbers(out) -> pd.DataFrame:
@@ -67,7 +68,8 @@ def test_a_packed_study_has_the_numbers_of_an_unpacked_one_and_a_copied_folder_r
     shutil.copytree(packed, moved, ignore=shutil.ignore_patterns("ray"))
     finals = {p.relative_to(moved): p.read_text() for p in moved.glob("runs/*/*/final.json")}
     logs = {p.relative_to(moved): p.read_text() for p in moved.glob("runs/*/*/fit.log")}
-    _run(path, moved)
+    err = _run(path, moved)
+    assert "every run is finished; nothing to train" in err and not (moved / "ray").exists()  # no Ray started
     assert {p.relative_to(moved): p.read_text() for p in moved.glob("runs/*/*/final.json")} == finals
     assert {p.relative_to(moved): p.read_text() for p in moved.glob("runs/*/*/fit.log")} == logs  # nothing trained
     pd.testing.assert_frame_equal(_numbers(moved), a)

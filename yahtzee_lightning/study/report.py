@@ -176,7 +176,12 @@ def write_report(out: Path, force: bool = False) -> Path:
     study = ctx.study
     lines = [f"# Study {study.name} (profile {study.profile})", "", study.description, ""]
     lines += _status_lines(ctx)
-    manifest = {}
+    manifest: dict[str, dict] = {}
+    if not (ctx.table["status"] == "done").any():  # right after the start, or every run failed
+        lines += ["No member has finished yet: no exhibit to draw, no claim to judge.", ""]
+        (folder / "exhibits.json").write_text(json.dumps(manifest))
+        (index := folder / "index.md").write_text("\n".join(lines))
+        return index
     for eid, ablations in study.exhibits.items():
         ex = EXHIBITS[eid]
         path = folder / f"{eid}.{ex.suffix}"

@@ -24,7 +24,7 @@ from ray import tune
 from ..machine import describe_machine
 from .cluster import CLUSTER_RETRIES, check_address, check_nodes, trial_resources
 from .packing import ensemble_of, pack_trials
-from .records import digested_text, read_lines
+from .records import digested_text, read_final, read_lines
 from .results import PLAN, Trial, read_plan, write_table
 from .spec import Cell, Study, StudyError
 
@@ -312,6 +312,12 @@ def run_study(
     out = Path(out).resolve()  # Ray storage paths must be absolute (a relative one is read as a URI)
     prepare_folder(study, out, force)
     trials = plan_trials(study)
+    # An experiment whose every trial has an intact final.json has nothing to train: no Ray for it
+    # (a finished study run again, or one copied from another machine, only writes its table).
+    todo = [e for e in dict.fromkeys(t.experiment for t in trials) if _unfinished(out, trials, e)]
+    if not todo:
+        print(f"study {study.name}: every run is finished; nothing to train", file=sys.stderr)
+        return _summarize(out)
     cpus = init_ray(address, cpus)
     if address:
         nodes = check_nodes(out, sorted({cell.base for cell in study.cells.values()}))
@@ -328,10 +334,19 @@ def run_study(
     started = time.time()
     log_session(out, command, started, cpus, address, end=False)
     try:
-        for experiment in dict.fromkeys(t.experiment for t in trials):
+        for experiment in todo:
             run_experiment(experiment, [t for t in trials if t.experiment == experiment], study, out, cpus, retries)
     finally:
         log_session(out, command, started, cpus, address, end=True)
+    return _summarize(out)
+
+
+def _unfinished(out: Path, trials: list[Trial], experiment: str) -> bool:
+    return any(read_final(out / t.run_dir / "final.json") is None for t in trials if t.experiment == experiment)
+
+
+def _summarize(out: Path) -> int:
+    """Write the results table and say what it holds; 1 where a member failed."""
     table = write_table(out)
     members = table[table["stage"] == "final"]
     failed = sorted(set(members.loc[members["status"] == "failed", "run_dir"]))
