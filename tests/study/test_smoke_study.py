@@ -39,6 +39,15 @@ def _finish(proc: subprocess.Popen, limit: float = 600) -> tuple[str, str]:
         raise AssertionError(f"{' '.join(proc.args[3:6])}: still running after {limit} s; killed") from None
 
 
+def _most_at_once(progress: str) -> int:
+    """The most trials running at once, from a study's progress lines (``...: started``, ``...: done``)."""
+    running = most = 0
+    for line in progress.splitlines():
+        running += line.endswith(": started") - any(f": {end}" in line for end in ("done", "stopped", "FAILED"))
+        most = max(most, running)
+    return most
+
+
 def _caught_in_the_middle(out: Path) -> Path | None:
     """A run that has saved a checkpoint but not finished, once some others have finished."""
     finished = list(out.glob("runs/*/*/final.json"))
@@ -52,7 +61,7 @@ def _caught_in_the_middle(out: Path) -> Path | None:
 
 def test_the_smoke_study_runs_is_killed_resumes_and_reports(tmp_path, default_table):
     out = tmp_path / "smoke"
-    first = _study("run", str(SMOKE), "--out", str(out), "--cpus", "2", stderr=subprocess.DEVNULL)
+    first = _study("run", str(SMOKE), "--out", str(out), "--cpus", "1", stderr=subprocess.DEVNULL)
     deadline, caught = time.monotonic() + 600, None  # a limit, not a timing
     while caught is None and first.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -71,6 +80,8 @@ def test_the_smoke_study_runs_is_killed_resumes_and_reports(tmp_path, default_ta
     # Finished cells were not run again; the one caught in the middle continued from its checkpoint.
     assert all(p.read_text() == text and p.stat().st_mtime_ns == mtimes[p] for p, text in finished.items())
     assert "resuming from" in (caught / "fit.log").read_text()
+    assert _most_at_once(err) == 2  # resumed with more CPUs than it was started with, it uses them
+
 
     table = pd.read_csv(out / "results.csv")
     trials = json.loads((out / "study.json").read_text())["trials"]

@@ -196,8 +196,8 @@ def trainable(study: Study, payloads: dict[str, dict[str, Any]]) -> Any:
 
 
 def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus: int, retries: int = 0) -> None:
-    """One Ray Tune experiment over ``trials``, restored if an earlier run of it was interrupted;
-    a trial whose process dies is run again from its newest checkpoint up to ``retries`` times."""
+    """One Ray Tune experiment over ``trials`` (under a scheduler, restored if an earlier run of it was
+    interrupted); a trial whose process dies runs again from its newest checkpoint ``retries`` times."""
     # Named for its trials too: a study file that gained cells starts a new experiment (its finished
     # trials report their final.json at once, its unfinished ones resume from their run folders)
     # rather than restoring one that lacks them.
@@ -208,6 +208,11 @@ def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus
     payloads = _payloads(trials, study, out)
     fn = trainable(study, payloads)
     callbacks = [ProgressCallback()]
+    if scheduler_spec is None and path.exists():
+        # Without a scheduler Ray's state holds nothing the run folders do not (a finished trial reports
+        # its final.json, an unfinished one resumes from its last.ckpt), and a restored experiment would
+        # keep the concurrency it was started with: a fresh one takes this session's --cpus.
+        shutil.rmtree(path)
     if tune.Tuner.can_restore(str(path)):
         print(f"resuming experiment {name} from {path}", file=sys.stderr)
         tuner = tune.Tuner.restore(str(path), fn, resume_unfinished=True, resume_errored=True)
