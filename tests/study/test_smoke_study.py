@@ -39,15 +39,6 @@ def _finish(proc: subprocess.Popen, limit: float = 600) -> tuple[str, str]:
         raise AssertionError(f"{' '.join(proc.args[3:6])}: still running after {limit} s; killed") from None
 
 
-def _most_at_once(progress: str) -> int:
-    """The most trials running at once, from a study's progress lines (``...: started``, ``...: done``)."""
-    running = most = 0
-    for line in progress.splitlines():
-        running += line.endswith(": started") - any(f": {end}" in line for end in ("done", "stopped", "FAILED"))
-        most = max(most, running)
-    return most
-
-
 def _caught_in_the_middle(out: Path) -> Path | None:
     """A run that has saved a checkpoint but not finished, once some others have finished."""
     finished = list(out.glob("runs/*/*/final.json"))
@@ -80,7 +71,10 @@ def test_the_smoke_study_runs_is_killed_resumes_and_reports(tmp_path, default_ta
     # Finished cells were not run again; the one caught in the middle continued from its checkpoint.
     assert all(p.read_text() == text and p.stat().st_mtime_ns == mtimes[p] for p, text in finished.items())
     assert "resuming from" in (caught / "fit.log").read_text()
-    assert _most_at_once(err) == 2  # resumed with more CPUs than it was started with, it uses them
+    # Resumed with more CPUs than it started with: a fresh Tune experiment (a restored one keeps the
+    # first session's concurrency). Counting trials at once is no test: under load one may end
+    # before the second worker is up.
+    assert "resuming experiment" not in err and "on 2 CPUs" in err
 
 
     table = pd.read_csv(out / "results.csv")
