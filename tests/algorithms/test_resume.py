@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from yahtzee_lightning.algorithms.resume import last_checkpoint
+from yahtzee_lightning.algorithms.resume import checkpoint_problem, last_checkpoint
 from yahtzee_lightning.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -197,3 +197,18 @@ def test_the_newest_runs_last_ckpt_is_found_in_either_layout(tmp_path):
     assert last_checkpoint(tmp_path) == tmp_path / "version_2" / "last.ckpt"  # by number; version_10 holds none
     (tmp_path / "version_10" / "last.ckpt").write_bytes(b"")
     assert last_checkpoint(tmp_path) == tmp_path / "version_10" / "last.ckpt"
+
+
+def test_a_checkpoint_written_before_digests_loads_with_one_warning_however_often_it_is_read(tmp_path, caplog):
+    """The study's report reads a checkpoint once per ensemble member: one warning a file, not one a read."""
+    old = {"state_dict": {"members.0.w": torch.ones(2), "members.1.w": torch.zeros(2)}, "yahtzee_lightning": {}}
+    with caplog.at_level("WARNING"):
+        for path in (tmp_path / "a.ckpt", tmp_path / "a.ckpt", tmp_path / "b.ckpt"):
+            assert checkpoint_problem(old, path) is None
+    assert [r.getMessage().split(" carries")[0] for r in caplog.records] == [
+        f"warning: {tmp_path / 'a.ckpt'}",
+        f"warning: {tmp_path / 'b.ckpt'}",
+    ]
+    assert "carries no sha256 of its weights" in caplog.text
+    broken = {**old, "state_dict": {"w": torch.tensor([float("nan")])}}
+    assert "not finite" in checkpoint_problem(broken, tmp_path / "a.ckpt")  # warned before, still checked

@@ -76,7 +76,6 @@ def test_the_smoke_study_runs_is_killed_resumes_and_reports(tmp_path, default_ta
     # before the second worker is up.
     assert "resuming experiment" not in err and "on 2 CPUs" in err
 
-
     table = pd.read_csv(out / "results.csv")
     trials = json.loads((out / "study.json").read_text())["trials"]
     finals = table[table["stage"] == "final"]

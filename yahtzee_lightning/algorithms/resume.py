@@ -21,6 +21,14 @@ import torch
 from ..digest import DIGEST_KEY, nonfinite, record_sha256, tensors_sha256
 
 log = logging.getLogger(__name__)
+_WARNED: set[tuple[str, str]] = set()  # (file, what): an old checkpoint read once per member warns once
+
+
+def _warn_once(path: str | Path, what: str) -> None:
+    if (key := (str(path), what)) not in _WARNED:
+        _WARNED.add(key)
+        log.warning("warning: %s carries no sha256 of its %s; loaded unchecked", path, what)
+
 
 #: Settings fixed by a checkpoint besides the network's (``NETWORK_KEYS`` of the module's class):
 #: the optimiser's ``lr``, and ``ensemble`` (the members it holds).
@@ -75,7 +83,7 @@ def checkpoint_problem(ckpt: Any, path: str | Path) -> str | None:
         return "its training record is not a mapping (the file is damaged)"
     state, saved = ckpt["state_dict"], info.get(DIGEST_KEY)
     if saved is None:
-        log.warning("warning: %s carries no sha256 of its weights (written before digests); loaded unchecked", path)
+        _warn_once(path, "weights (written before digests)")
     elif saved != tensors_sha256(state):
         saved_members = info.get(MEMBERS_DIGEST) or {}
         members = _member_states(state)
@@ -84,9 +92,7 @@ def checkpoint_problem(ckpt: Any, path: str | Path) -> str | None:
         return f"{which} do not match their sha256 (the file is damaged)"
     if RECORD_DIGEST not in info:
         if saved is not None:
-            log.warning(
-                "warning: %s carries no sha256 of its training record (written before it); loaded unchecked", path
-            )
+            _warn_once(path, "training record (written before it)")
     elif info[RECORD_DIGEST] != record_sha256({k: v for k, v in info.items() if k != RECORD_DIGEST}):
         what = "its training record (algorithm, games, members' settings and scores)"
         return f"{what} does not match its sha256 (damaged or edited)"
