@@ -10,7 +10,7 @@ import pytest
 import yaml
 from test_smoke_study import ROOT, SMOKE, _finish, _study
 
-from yahtzee_lightning.study.runner import plan_trials, prepare_folder
+from yahtzee_lightning.study.runner import _payloads, plan_trials, prepare_folder
 from yahtzee_lightning.study.spec import StudyError, load_study
 
 TINY = {**yaml.safe_load(SMOKE.read_text())["profiles"]["smoke"]["set"], "model.init_args.final_eval_games": 40}
@@ -73,6 +73,14 @@ def test_a_packed_study_has_the_numbers_of_an_unpacked_one_and_a_copied_folder_r
     assert {p.relative_to(moved): p.read_text() for p in moved.glob("runs/*/*/final.json")} == finals
     assert {p.relative_to(moved): p.read_text() for p in moved.glob("runs/*/*/fit.log")} == logs  # nothing trained
     pd.testing.assert_frame_equal(_numbers(moved), a)
+
+
+def test_the_trial_with_the_most_members_starts_first(tmp_path):
+    """Tune starts trials in the order it is given them; a pack started after the single cells would
+    add their time to its own, the longest of the study."""
+    study = load_study(_write(tmp_path, STUDY))
+    order = [len(p["seeds"]) for p in _payloads(plan_trials(study), study, tmp_path).values()]
+    assert order == [6, 2]  # the pack of three cells x 2 seeds, then d_h 8 (listed last in the study)
 
 
 def test_a_required_pack_of_cells_of_different_shapes_is_refused_naming_the_cell(tmp_path):

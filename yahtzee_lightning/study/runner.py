@@ -248,7 +248,9 @@ def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus
 
 def _payloads(trials: list[Trial], study: Study, out: Path) -> dict[str, dict[str, Any]]:
     """What each Ray trial trains, by its name: a cell's seeds, or a pack's members (its first cell's
-    config, each member with its seed and the settings it carries)."""
+    config, each member with its seed and the settings it carries). The trials with the most members
+    come first: Tune starts them in this order, and the longest trial started last decides the wall
+    clock (a pack of 32 members after three trials of 4 adds their time to its own)."""
     packs: dict[str, list[Trial]] = {}
     payloads = {}
     for t in trials:
@@ -274,7 +276,7 @@ def _payloads(trials: list[Trial], study: Study, out: Path) -> dict[str, dict[st
             "run_dir": str(out / first.run_dir),
             "gpus": study.gpus_per_trial,
         }
-    return payloads
+    return dict(sorted(payloads.items(), key=lambda item: -len(item[1]["seeds"])))
 
 
 def _trial_name(trial: Any) -> str:
