@@ -188,6 +188,23 @@ def test_one_log_folder_per_run_no_preventable_warnings_and_the_next_steps(tmp_p
         assert "metrics.csv" in names and any(n.startswith("events.out.tfevents") for n in names), names
 
 
+def test_two_runs_started_at_once_take_two_versions(tmp_path):
+    """Both count the free versions before either logger has written: without a claim, both would
+    log and checkpoint into version_0, each overwriting the other's last.ckpt and metrics."""
+    from jsonargparse import Namespace
+
+    from yahtzee_lightning.algorithms.cli import share_run_version
+
+    def trainer() -> Namespace:
+        args = Namespace(save_dir=str(tmp_path), name="lightning_logs", version=None)
+        return Namespace(logger=[Namespace(class_path="lightning.pytorch.loggers.CSVLogger", init_args=args)])
+
+    first, second = trainer(), trainer()
+    assert share_run_version(first, [tmp_path / "checkpoints"]) == 0
+    assert share_run_version(second, [tmp_path / "checkpoints"]) == 1
+    assert [t.logger[0].init_args.version for t in (first, second)] == [0, 1]
+
+
 def test_resume_from_last_checkpoint_keeps_schedules_and_counts(tmp_path, monkeypatch, recwarn):
     monkeypatch.chdir(tmp_path)
     # A run stopped after its first interval (as if killed), then resumed to the end.

@@ -87,6 +87,13 @@ def share_run_version(trainer_config: Any, checkpoint_folders: list[Path]) -> in
     open_ = [lg.init_args for lg in loggers if hasattr(lg, "init_args") and _versions_itself(lg.init_args)]
     roots = [Path(args.save_dir) / (args.get("name") or "") for args in open_] + checkpoint_folders
     version = max([-1, *(k for root in roots for k in resume.run_versions(root))]) + 1
+    if roots:  # taken by creating its folder: two runs started at once would both count the same free K
+        while True:
+            try:
+                (roots[0] / f"version_{version}").mkdir(parents=True)
+                break
+            except FileExistsError:
+                version += 1
     for args in open_:
         args.version = version
     return version
