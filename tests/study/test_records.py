@@ -3,9 +3,11 @@
 import json
 import logging
 
+import pandas as pd
 import pytest
 
 from yahtzee_lightning.study.records import final_text, read_final
+from yahtzee_lightning.study.spec import StudyError
 
 
 def test_final_json_edited_or_truncated_is_named_and_not_used(tmp_path, caplog):
@@ -100,6 +102,25 @@ def test_a_committed_reports_edited_reference_json_is_refused(tmp_path, caplog):
     with caplog.at_level(logging.WARNING), pytest.raises(StudyError, match="reference.json: cannot be trusted"):
         references(tmp_path, None)
     assert f"{path}: does not match its sha256" in caplog.text
+
+
+def test_a_committed_results_table_that_was_edited_is_refused(tmp_path, caplog):
+    """A report drawn from results.csv alone (no run folders to collect it from again) checks it."""
+    from yahtzee_lightning.study.results import TABLE, TABLE_DIGEST, load_table, save_table
+
+    table = pd.DataFrame({"cell": ["a", "b"], "mean_score": [210.25, 221.5]})
+    save_table(table, tmp_path)
+    pd.testing.assert_frame_equal(load_table(tmp_path), table)
+    path = tmp_path / TABLE
+    path.write_text(path.read_text().replace("221.5", "251.5"))
+    with pytest.raises(
+        StudyError, match=r"results.csv: does not match its sha256 in results.sha256 \(damaged or edited\)"
+    ):
+        load_table(tmp_path)
+    (tmp_path / TABLE_DIGEST).unlink()  # a table written before digests: used, with a warning
+    with caplog.at_level(logging.WARNING):
+        assert load_table(tmp_path)["mean_score"].tolist() == [210.25, 251.5]
+    assert "carries no sha256" in caplog.text
 
 
 def test_a_damaged_or_edited_study_plan_is_one_line_naming_it(tmp_path):

@@ -166,7 +166,7 @@ def _the_report_says_what_it_shows(out: Path, finals: pd.DataFrame) -> None:
     # The committed copy of a report (study.json, results.csv, reference.json, no run folders) redraws.
     copy = out.parent / "copy"
     copy.mkdir()
-    for name in ("study.json", "results.csv", "reference.json"):
+    for name in ("study.json", "results.csv", "results.sha256", "reference.json"):
         shutil.copy(out / name, copy / name)
     from yahtzee_lightning.study.report import write_report
 

@@ -10,6 +10,7 @@ box filled, median turn filled; the regret per game by box scored and by turn).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +18,14 @@ from typing import Any
 
 import pandas as pd
 
-from .records import read_final, read_lines, read_record
+from .records import LOG, read_final, read_lines, read_record
 from .spec import Study, StudyError
 
 PLAN = "study.json"
 TABLE = "results.csv"
+#: ``results.csv``'s sha256, in ``sha256sum`` format: a report drawn from the table alone (a committed
+#: copy without run folders) refuses a table that was edited or damaged after ``study run`` wrote it.
+TABLE_DIGEST = "results.sha256"
 
 
 @dataclass
@@ -153,8 +157,15 @@ def collect(out: str | Path) -> pd.DataFrame:
 def write_table(out: str | Path) -> pd.DataFrame:
     """Collect the study folder's results and write them to ``OUT/results.csv``."""
     table = collect(out)
-    table.to_csv(Path(out) / TABLE, index=False)
+    save_table(table, Path(out))
     return table
+
+
+def save_table(table: pd.DataFrame, out: Path) -> None:
+    """``table`` as ``OUT/results.csv``, with its sha256 beside it (``OUT/results.sha256``)."""
+    path = out / TABLE
+    table.to_csv(path, index=False)
+    (out / TABLE_DIGEST).write_text(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {TABLE}\n")
 
 
 def load_table(out: str | Path) -> pd.DataFrame:
@@ -163,8 +174,24 @@ def load_table(out: str | Path) -> pd.DataFrame:
     ``study.json``, ``results.csv``, ``reference.json``), read back from ``results.csv``."""
     out = Path(out)
     if not (out / "runs").is_dir() and (out / TABLE).exists():
+        check_table(out / TABLE)
         return pd.read_csv(out / TABLE)
     return write_table(out)
+
+
+def check_table(path: Path) -> None:
+    """Refuse a ``results.csv`` that does not match the sha256 written beside it; warn where there is
+    none (a table written before digests)."""
+    digest = path.with_name(TABLE_DIGEST)
+    if not digest.exists():
+        LOG.warning("warning: %s: carries no sha256 (written before digests; no %s beside it)", path, TABLE_DIGEST)
+        return
+    expected = digest.read_text().split()[:1]
+    if expected != [hashlib.sha256(path.read_bytes()).hexdigest()]:
+        raise StudyError(
+            f"{path}: does not match its sha256 in {TABLE_DIGEST} (damaged or edited); restore it, or "
+            "report from the study's run folders"
+        )
 
 
 def optimal_summary(out: str | Path) -> dict[str, Any] | None:

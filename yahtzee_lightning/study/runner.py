@@ -25,11 +25,11 @@ from ..machine import describe_machine
 from .cluster import CLUSTER_RETRIES, check_address, check_nodes, trial_resources
 from .packing import ensemble_of, pack_trials
 from .records import digested_text, read_final, read_lines
-from .results import PLAN, Trial, read_plan, write_table
+from .results import PLAN, TABLE, TABLE_DIGEST, Trial, read_plan, write_table
 from .spec import Cell, Study, StudyError
 
 #: What a study writes into its folder: all that ``--force`` deletes (nothing else there is touched).
-OWNED = (PLAN, "runs", "ray", "report", "results.csv", "reference.json", "sessions.jsonl")
+OWNED = (PLAN, "runs", "ray", "report", TABLE, TABLE_DIGEST, "reference.json", "sessions.jsonl")
 SESSIONS = "sessions.jsonl"  # one line per `study run`: its command, machine, CPUs and wall clock
 POOL = "cells"  # the experiment of the ablations without a scheduler
 
