@@ -61,6 +61,7 @@ def test_a_packed_study_has_the_numbers_of_an_unpacked_one_and_a_copied_folder_r
     assert len(a) == len(b) == 4 * 2 * 3 and set(a["stage"]) == {"eval", "final"}  # 2 evaluations + final a member
     pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=0, atol=1e-6)
     assert a.loc[a["stage"] == "final", "mean_score"].nunique() > 4  # the members are not copies of each other
+    _t1_plays_each_packed_cells_own_members(packed)
 
     # The folder moved to another machine (another absolute path) as a commit carries it, without Ray's
     # own state (OUT/ray): every finished cell is skipped.
@@ -73,6 +74,34 @@ def test_a_packed_study_has_the_numbers_of_an_unpacked_one_and_a_copied_folder_r
     assert {p.relative_to(moved): p.read_text() for p in moved.glob("runs/*/*/final.json")} == finals
     assert {p.relative_to(moved): p.read_text() for p in moved.glob("runs/*/*/fit.log")} == logs  # nothing trained
     pd.testing.assert_frame_equal(_numbers(moved), a)
+
+
+def _t1_plays_each_packed_cells_own_members(out) -> None:
+    """T1's fresh games: each cell of a pack plays its own members (its place in the pack's ensemble),
+    not the pack's first cell's, and the cells' cached results do not overwrite each other."""
+    from yahtzee_lightning.algorithms.resume import last_checkpoint
+    from yahtzee_lightning.evaluation import evaluate
+    from yahtzee_lightning.hub.cli import agent_from_checkpoint
+    from yahtzee_lightning.study.context import Context
+    from yahtzee_lightning.study.tables import FRESH_SEED, fresh_scores
+
+    ctx = Context(out)
+    series = {s.cell: s for s in ctx.all_series(list(STUDY["ablations"]))}
+    packed = sorted((t for t in ctx.trials if t.pack), key=lambda t: t.members[0])
+    scores = [fresh_scores(ctx, series[t.cell]) for t in packed]  # the pack's first cell first, as the cache fills
+    ckpt = last_checkpoint(out / packed[0].run_dir / "checkpoints")
+    for t, got in zip(packed, scores, strict=True):
+        for member, seed in zip(t.members, t.seeds, strict=True):
+            agent = agent_from_checkpoint(ckpt, str(member))
+            want = evaluate(
+                agent.player(),
+                TINY["model.init_args.final_eval_games"],
+                seed + FRESH_SEED,
+                with_optimal=False,
+                regret=False,
+            )
+            assert got.set_index("seed").loc[seed, "mean_score"] == want["summary"]["score"]["mean"], (t.cell, member)
+    assert len({tuple(s["mean_score"]) for s in scores}) == len(packed)
 
 
 def test_the_trial_with_the_most_members_starts_first(tmp_path):

@@ -59,11 +59,14 @@ def fresh_scores(ctx: Context, s: Series) -> pd.DataFrame:
         ckpt = last_checkpoint(ctx.out / t.run_dir / "checkpoints")  # either layout: flat, or a folder per run
         if t.cell != s.cell or not (ctx.out / t.run_dir / "final.json").exists() or ckpt is None:
             continue
-        for k, seed in enumerate(t.seeds):
-            key = f"{t.run_dir}#{seed}#{games}"
+        # A seed's member in the run: its index among the seeds, or, packed, its place in the pack's
+        # ensemble (the cells of a pack share the run folder and the seeds; the key names the member).
+        members = t.members or (list(range(len(t.seeds))) if len(t.seeds) > 1 else [None])
+        for member, seed in zip(members, t.seeds, strict=True):
+            key = f"{t.run_dir}#{seed}#{games}" if member is None else f"{t.run_dir}#member{member}#{seed}#{games}"
             if key not in cache:
                 try:
-                    agent = agent_from_checkpoint(ckpt, str(k) if len(t.seeds) > 1 else None)
+                    agent = agent_from_checkpoint(ckpt, None if member is None else str(member))
                 except (AgentError, OSError, pickle.UnpicklingError) as e:  # damaged: named, never a traceback
                     raise StudyError(f"{e} (T1 plays each member's last checkpoint again on fresh games)") from None
                 summary = evaluate(agent.player(), games, seed + FRESH_SEED, with_optimal=False, regret=False)
