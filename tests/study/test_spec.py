@@ -198,10 +198,10 @@ def test_a_report_never_deletes_a_users_file_in_its_folder(tmp_path):
     from yahtzee_lightning.study.report import write_report
 
     # A study folder a report can be drawn from (a committed copy, no exhibits): the user's file is at stake.
-    plan = json.loads((ROOT / "docs" / "study" / "study.json").read_text())
+    plan = json.loads((ROOT / "docs" / "study" / "cpu" / "study.json").read_text())
     plan["study"]["exhibits"] = {}
     (tmp_path / "study.json").write_text(json.dumps(plan))
-    shutil.copy(ROOT / "docs" / "study" / "results.csv", tmp_path)
+    shutil.copy(ROOT / "docs" / "study" / "cpu" / "results.csv", tmp_path)
     folder = tmp_path / "report"
     folder.mkdir()
     (folder / "mine.md").write_text("mine")
