@@ -160,3 +160,38 @@ def test_chunk_size_does_not_change_the_table(chunk):
     rules = Rules(boxes=(0, 5, 8, 11, 12))
     a, b = solve(rules, progress=False, chunk_states=chunk), solve(rules, progress=False)
     assert torch.allclose(a.values, b.values, atol=1e-9, rtol=0)
+
+
+_SOLVE_ONCE = """
+import sys, time
+import yahtzee_lightning.solver.cache as cache
+from yahtzee_lightning.game import Rules
+
+solve = cache.solve
+def logged_solve(*args, **kwargs):
+    with open(sys.argv[1], "a") as log:
+        log.write("solved\\n")
+    time.sleep(3)  # long enough for the other process to look for the table meanwhile
+    return solve(*args, **kwargs)
+cache.solve = logged_solve
+print(cache.load_or_solve(Rules(boxes=(0, 5, 12)), progress=False).optimum)
+"""
+
+
+def test_processes_that_start_at_once_solve_a_table_once(tmp_path):
+    """A study's trials (and test workers) start together on an empty cache: one solves, the others
+    wait for its file and load it, rather than all solving and writing the same file at once."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "YAHTZEE_LIGHTNING_CACHE": str(tmp_path / "cache"), "PYTHONPATH": root}
+    log = tmp_path / "solves.log"
+    command = [sys.executable, "-c", _SOLVE_ONCE, str(log)]
+    procs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    assert log.read_text().count("solved") == 1 and outs[0] == outs[1]
+    assert [p.name for p in (tmp_path / "cache" / "tables").iterdir() if "partial" in p.name] == []

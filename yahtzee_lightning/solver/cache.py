@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import torch
+from filelock import FileLock
 from safetensors import SafetensorError
 
 from ..digest import DIGEST_KEY, DigestError, tensors_sha256
@@ -37,8 +38,14 @@ def load_or_solve(
         check_table_cache(rules)
         table = load_trusted(path, rules, device)
         if table is None:
-            table = solve(rules, device=device, progress=progress)
-            table.save(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Processes that start at once (a study's trials, test workers) solve it once: the first
+            # solves, the others wait for its file and load it.
+            with FileLock(f"{path}.lock"):
+                table = load_trusted(path, rules, device)
+                if table is None:
+                    table = solve(rules, device=device, progress=progress)
+                    table.save(path)
         _MEMORY[key] = table
     return _MEMORY[key]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,8 +76,11 @@ class OptimalTable:
             "seconds": repr(self.seconds),
             "sha256": values_sha256(self.values),
         }
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        save_file({"values": self.values.cpu().contiguous()}, str(path), metadata=meta)
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")  # never a half-written table under its name
+        save_file({"values": self.values.cpu().contiguous()}, str(partial), metadata=meta)
+        os.replace(partial, path)
 
     @classmethod
     def load(cls, path: str | Path, rules: Rules | None = None, device: torch.device | str = "cpu") -> OptimalTable:
