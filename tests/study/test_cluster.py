@@ -21,8 +21,6 @@ from yahtzee_lightning.study.runner import run_study, trainable
 from yahtzee_lightning.study.spec import StudyError, load_study
 from yahtzee_lightning.study.trial import trial_config
 
-pytestmark = pytest.mark.xdist_group("ray")  # Ray studies: one worker, in turn (tests/conftest.py)
-
 ROOT = Path(__file__).resolve().parents[2]
 
 

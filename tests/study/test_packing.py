@@ -13,8 +13,6 @@ from test_smoke_study import ROOT, SMOKE, _finish, _study
 from yahtzee_lightning.study.runner import _payloads, plan_trials, prepare_folder
 from yahtzee_lightning.study.spec import StudyError, load_study
 
-pytestmark = pytest.mark.xdist_group("ray")  # Ray studies: one worker, in turn (tests/conftest.py)
-
 TINY = {**yaml.safe_load(SMOKE.read_text())["profiles"]["smoke"]["set"], "model.init_args.final_eval_games": 40}
 STUDY = {
     "name": "packing",

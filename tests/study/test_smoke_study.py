@@ -12,12 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 import yaml
 
 from yahtzee_lightning.machine import describe_machine
-
-pytestmark = pytest.mark.xdist_group("ray")  # Ray studies: one worker, in turn (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "conf" / "study" / "smoke.yaml"
