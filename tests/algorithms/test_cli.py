@@ -256,6 +256,8 @@ def test_two_process_ddp_on_cpu(tmp_path, ensemble):
         *ensemble,  # each rank trains every member on its own games; each member's gradients averaged
     ]
     subprocess.run(cmd, cwd=tmp_path, env=env, check=True, timeout=300, capture_output=True)
+    for logs in (tmp_path / "lightning_logs", tmp_path / "runs" / "reinforce" / "lightning_logs"):  # both loggers'
+        assert [p.name for p in logs.iterdir()] == ["version_0"]  # one run, one folder (not one a rank)
     r0 = json.loads((tmp_path / "rank0.json").read_text())
     r1 = json.loads((tmp_path / "rank1.json").read_text())
     assert r0["weights"] == r1["weights"]  # gradients were averaged: one model

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import logging
+import os
 import re
 import sys
 import warnings
@@ -87,7 +88,9 @@ def share_run_version(trainer_config: Any, checkpoint_folders: list[Path]) -> in
     open_ = [lg.init_args for lg in loggers if hasattr(lg, "init_args") and _versions_itself(lg.init_args)]
     roots = [Path(args.save_dir) / (args.get("name") or "") for args in open_] + checkpoint_folders
     version = max([-1, *(k for root in roots for k in resume.run_versions(root))]) + 1
-    if roots:  # taken by creating its folder: two runs started at once would both count the same free K
+    # Taken by creating its folder: two runs started at once would both count the same free K. Only by
+    # the first process of a run: DDP's other ranks run this too, and take the run's folders from it.
+    if roots and not any(int(os.environ.get(k, "0")) for k in ("LOCAL_RANK", "NODE_RANK", "RANK")):
         while True:
             try:
                 (roots[0] / f"version_{version}").mkdir(parents=True)
