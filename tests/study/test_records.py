@@ -58,6 +58,7 @@ def test_the_reports_fresh_game_cache_and_the_weights_it_plays_are_checked(tmp_p
     import torch
 
     from yahtzee_lightning.algorithms import Reinforce
+    from yahtzee_lightning.study.results import Trial
     from yahtzee_lightning.study.spec import StudyError
     from yahtzee_lightning.study.tables import FRESH, fresh_scores
 
@@ -72,7 +73,7 @@ def test_the_reports_fresh_game_cache_and_the_weights_it_plays_are_checked(tmp_p
     ctx = SimpleNamespace(
         out=tmp_path,
         study=SimpleNamespace(cells=cells),
-        trials=[SimpleNamespace(cell="c", run_dir="runs/c-s0", seeds=[0])],
+        trials=[Trial("cells", "c", [0], "runs/c-s0")],
     )
     first = fresh_scores(ctx, SimpleNamespace(cell="c"))["mean_score"].tolist()
     cache = json.loads((tmp_path / FRESH).read_text())
