@@ -133,7 +133,10 @@ class _Reader:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._parser_cache: dict[str, str | None] = {}
+        # Parsed configs by their composed text: a study names the same config many times (an axis
+        # value alone, then as a cell; a base in several ablations), and each parse costs Lightning's
+        # whole command-line parser.
+        self._parsed: dict[str, Any] = {}
 
     def fail(self, key: str, problem: str) -> None:
         raise StudyError(f"{self.path}: {key}: {problem}" if key else f"{self.path}: {problem}")
@@ -174,8 +177,12 @@ class _Reader:
             config = compose(text, overrides)
         except yaml.YAMLError as e:
             self.fail(key, f"{base} does not parse: {_first_line(str(e))}")
+        known = json.dumps(config, sort_keys=True, default=str)
+        if known in self._parsed:
+            return self._parsed[known]
         try:
-            return parse_fit_config(config)
+            self._parsed[known] = parse_fit_config(config)
+            return self._parsed[known]
         except Exception as e:  # ConfigError, worded as fit words it (and what a class path's import raises)
             from ..algorithms.cli import parse_error  # (Lightning's import: only when a config is checked)
 
