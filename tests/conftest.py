@@ -7,6 +7,10 @@ import pytest
 
 _CACHE = tempfile.mkdtemp(prefix="yahtzee_lightning_cache_")
 os.environ.setdefault("YAHTZEE_LIGHTNING_CACHE", _CACHE)
+# One torch thread a test process (and the processes it starts): the tests' networks are too small
+# to gain from a second, and a test's threads wait on cores that Ray's trials and the subprocesses
+# of other steps hold.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session")
