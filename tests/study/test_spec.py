@@ -229,3 +229,28 @@ def test_check_finds_settings_that_would_fail_every_cell(tmp_path, capsys):
         assert main(["check", str(_write(tmp_path, **changes)), "--profile", "smoke"]) == 2
         err = capsys.readouterr().err.strip()
         assert "\n" not in err and message in err, err
+
+
+@pytest.mark.parametrize("fits", [True, False])
+def test_pbt_pauses_a_member_only_where_the_population_does_not_fit_its_slots(monkeypatch, fits):
+    """Ray's asynchronous PBT pauses a member at a perturbation point while another waits; where every
+    member has a slot the waiting one starts anyway, and the pause would cost a fresh process."""
+    from ray.tune.schedulers import PopulationBasedTraining, TrialScheduler
+
+    from yahtzee_lightning.study.runner import _scheduler
+
+    spec = {
+        "name": "pbt",
+        "metric": "eval/mean_score",
+        "mode": "max",
+        "mutations": {"model.init_args.lr": [1e-4, 1e-2]},
+    }
+    pbt = _scheduler(spec, max_t=9, fits=fits)
+    assert isinstance(pbt, PopulationBasedTraining)
+    for ray_says, want in [
+        (TrialScheduler.PAUSE, TrialScheduler.CONTINUE if fits else TrialScheduler.PAUSE),
+        (TrialScheduler.NOOP, TrialScheduler.NOOP),  # the member itself copies a better one: Ray's way
+        (TrialScheduler.CONTINUE, TrialScheduler.CONTINUE),
+    ]:
+        monkeypatch.setattr(PopulationBasedTraining, "on_trial_result", lambda self, *a, said=ray_says: said)
+        assert pbt.on_trial_result(None, None, {}) == want
