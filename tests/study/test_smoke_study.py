@@ -221,7 +221,7 @@ def test_population_based_training_perturbs_the_worst_and_is_set_against_fixed_s
     # conf/study/pbt.yaml with a population of 4 (its worst quarter is one member), not 8: PBT pauses
     # and restarts trials, each a fresh process, and 8 members on 2 cores take three times as long.
     # A Ray slot for each member (--cpus 4 on 2 cores): the population fits, so no member is paused
-    # to let another run (runner._AsynchronousPBT), each pause a fresh process (146 s with 2 slots).
+    # to let another run (study/schedulers.py), each pause a fresh process (146 s with 2 slots).
     study = yaml.safe_load((ROOT / "conf" / "study" / "pbt.yaml").read_text())
     study["base"] = str(ROOT / study["base"])
     study["ablations"]["population"]["seeds"] = [0, 1, 2, 3]

@@ -237,7 +237,7 @@ def test_pbt_pauses_a_member_only_where_the_population_does_not_fit_its_slots(mo
     member has a slot the waiting one starts anyway, and the pause would cost a fresh process."""
     from ray.tune.schedulers import PopulationBasedTraining, TrialScheduler
 
-    from yahtzee_lightning.study.runner import _scheduler
+    from yahtzee_lightning.study.schedulers import scheduler
 
     spec = {
         "name": "pbt",
@@ -245,7 +245,7 @@ def test_pbt_pauses_a_member_only_where_the_population_does_not_fit_its_slots(mo
         "mode": "max",
         "mutations": {"model.init_args.lr": [1e-4, 1e-2]},
     }
-    pbt = _scheduler(spec, max_t=9, fits=fits)
+    pbt = scheduler(spec, max_t=9, fits=fits)
     assert isinstance(pbt, PopulationBasedTraining)
     for ray_says, want in [
         (TrialScheduler.PAUSE, TrialScheduler.CONTINUE if fits else TrialScheduler.PAUSE),
