@@ -5,22 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from ray.tune.schedulers import PopulationBasedTraining, TrialScheduler
+from ray import tune
+from ray.tune.schedulers import ASHAScheduler, PopulationBasedTraining, TrialScheduler
 
 
 def scheduler(spec: dict[str, Any] | None, max_t: int, fits: bool = False) -> Any:
     """Tune's scheduler for an ablation's ``scheduler`` spec; ``fits``: every trial has a slot of its
     own (the experiment's trials <= the study's CPUs)."""
-    from ray.tune.schedulers import ASHAScheduler
-
     if spec is None:
         return None
     metric, mode = spec["metric"], spec["mode"]
     if spec["name"] == "asha":
         grace, factor = spec.get("grace_period", 1), spec.get("reduction_factor", 2)
         return ASHAScheduler(metric=metric, mode=mode, max_t=max_t, grace_period=grace, reduction_factor=factor)
-    from ray import tune
-
     mutations = {k: tune.loguniform(lo, hi) for k, (lo, hi) in spec["mutations"].items()}
     interval = spec.get("perturbation_interval", 2)
     # Asynchronous: a member due for a perturbation is compared with the others' latest results. (The
