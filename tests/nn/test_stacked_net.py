@@ -36,3 +36,22 @@ def test_a_layer_it_cannot_batch_is_named():
     net.value_head[0] = torch.nn.Bilinear(16, 16, 8)
     with pytest.raises(ValueError, match="cannot batch value_head.0 \\(Bilinear\\)"):
         StackedNet(net, 2)
+
+
+def test_a_members_outputs_do_not_depend_on_the_other_members():
+    # 20 games a member: not a multiple of the CPU's SIMD block, so SiLU's and ELU's scalar tail
+    # and the BLAS's choice of kernel for the one-output value layer would fall on different
+    # members' rows in stacks of 1, 2 and 5 if the stacked pass computed them all in one call.
+    torch.manual_seed(0)
+    config = {"d_h": 20, "n_layers": 2, "head_hidden": 12, "activation": "silu"}
+    nets = [PolicyValueNet(**config).eval() for _ in range(5)]
+    obs = YahtzeeEnv(100, seed=3).reset()
+    with torch.no_grad():
+        five = StackedNet(PolicyValueNet(**config), 5).eval().load_(nets)(obs)
+        for k in (1, 3):
+            rows = slice(20 * k, 20 * (k + 1))
+            one = StackedNet(PolicyValueNet(**config), 1).eval().load_([nets[k]])(obs[rows])
+            pair = StackedNet(PolicyValueNet(**config), 2).eval().load_([nets[k], nets[0]])(obs[20 * k : 20 * k + 40])
+            for got_five, got_one, got_pair in zip(five, one, pair, strict=True):
+                assert torch.equal(got_five[rows], got_one)
+                assert torch.equal(got_five[rows], got_pair[:20])

@@ -8,10 +8,19 @@ gives the outputs a single network would, member ``k``'s rows computed with memb
 
 It is the network's own code that runs: a copy of one member in which every layer with weights
 (``Linear``, ``LayerNorm``, ``Embedding``) is replaced by a member-batched twin that reads its
-input as ``(K, N, ...)`` (a batched matrix product, ``torch.baddbmm``); every other operation
-of the forward pass (activations, the box mask, the value's ELU, concatenations) acts row by
-row and needs no change. (``torch.vmap`` over ``torch.func.functional_call`` gives the same, but
-its per-call overhead doubled the forward's time at 64 games a member on the CPU.)
+input as ``(K, N, ...)`` (a batched matrix product, ``torch.baddbmm``), and every activation by
+one applied to each member's rows on their own. The other operations of the forward pass (the box
+mask, concatenations) act row by row and need no change. (``torch.vmap`` over
+``torch.func.functional_call`` gives the same, but its per-call overhead doubled the forward's
+time at 64 games a member on the CPU.)
+
+Why the activations go member by member: PyTorch's CPU kernels for SiLU and ELU compute a tensor
+in SIMD blocks and its last ``numel % block`` elements by a scalar loop, and the two round
+differently (by one unit in the last place). Over the whole ``K * N`` rows, which of member ``k``'s
+values fall in that tail depends on ``K`` and ``k``; a value head's output one ulp apart moves a
+REINFORCE baseline, and a few hundred updates later a sampled action. Applied to each member's
+block alone, member ``k``'s activations are computed exactly as in any other ensemble of the same
+``N``: its games and weights, not its neighbours, decide its numbers.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ from tensordict import TensorDictBase
 from torch import nn
 from torch.nn import functional as F
 
-from .network import PolicyValueNet
+from .network import ACTIVATIONS, PolicyValueNet
 
 
 class _Batched(nn.Module):
@@ -47,10 +56,22 @@ class _Batched(nn.Module):
 
 class _Linear(_Batched):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.weights["weight"].shape[1] == 1:  # one output (the value): a dot product a row
+            return self._dot(x)
         w = self.weights["weight"].transpose(1, 2)
         y = torch.baddbmm(self.weights["bias"].unsqueeze(1), self.split(x), w) if "bias" in self.weights else None
         y = y if y is not None else torch.bmm(self.split(x), w)
         return y.reshape(*x.shape[:-1], y.shape[-1])
+
+    def _dot(self, x: torch.Tensor) -> torch.Tensor:
+        """A one-output layer as each row's dot product with its member's weights. ``baddbmm`` rounds
+        a one-column product differently for one member than for several (the BLAS picks another
+        kernel), so a member alone and the same member in a pack would drift apart; a row-wise
+        product and sum is computed the same way for every row."""
+        y = (self.split(x) * self.weights["weight"]).sum(-1, keepdim=True)
+        if "bias" in self.weights:
+            y = y + self.weights["bias"].unsqueeze(1)
+        return y.reshape(*x.shape[:-1], 1)
 
 
 class _LayerNorm(_Batched):
@@ -69,7 +90,18 @@ class _Embedding(_Batched):
         return F.embedding(flat, table.reshape(-1, table.shape[-1])).reshape(*idx.shape, table.shape[-1])
 
 
+class _Activation(_Batched):
+    """An activation applied to each member's block of rows on its own (see the module's docstring)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.members == 1:
+            return self.layer(x)
+        blocks = x.reshape(self.members, -1).unbind(0)
+        return torch.cat([self.layer(block) for block in blocks]).reshape(x.shape)
+
+
 _TWINS = {nn.Linear: _Linear, nn.LayerNorm: _LayerNorm, nn.Embedding: _Embedding}
+_TWINS.update({activation: _Activation for activation in (*ACTIVATIONS.values(), nn.ELU)})
 
 
 class StackedNet(nn.Module):

@@ -132,6 +132,7 @@ class PolicyValueNet(nn.Module):
         self.roll_head = head(N_KEEPS if roll_head == "categorical" else N_DICE)
         self.score_head = head(N_BOXES)
         self.value_head = head(1)
+        self.value_activation = nn.ELU()  # a module, so that a stacked copy can apply it member by member
 
     def encode(self, obs: TensorDictBase) -> torch.Tensor:
         parts = []
@@ -145,7 +146,7 @@ class PolicyValueNet(nn.Module):
         """``(roll_logits (N, 32 or 5), box_logits (N, 13) with illegal boxes at -inf, value (N,))``."""
         h = self.trunk(self.encode(obs))
         box_logits = self.score_head(h).masked_fill(~obs[K.BOX_MASK], float("-inf"))
-        value = nn.functional.elu(self.value_head(h).squeeze(-1))
+        value = self.value_activation(self.value_head(h).squeeze(-1))
         return self.roll_head(h), box_logits, value
 
 
