@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from yahtzee_lightning.study.figures import last_quarter_change
+from yahtzee_lightning.study.context import legends
+from yahtzee_lightning.study.figures import label_ends, last_quarter_change
 
 
 def test_a_curve_s_change_over_its_last_quarter_says_whether_it_was_still_rising():
@@ -13,3 +14,33 @@ def test_a_curve_s_change_over_its_last_quarter_says_whether_it_was_still_rising
     assert last_quarter_change(games[:2], rising[:2]) == 10.0  # two evaluations: the last step
     assert last_quarter_change(games[:1], rising[:1]) is None  # one evaluation: nothing to say
     assert last_quarter_change(games, np.r_[rising[:7], np.nan]) is None
+
+
+def test_named_values_that_train_different_things_are_labelled_by_what_they_train():
+    recipes = ["REINFORCE", "A2C, TD(0)", "A2C, GAE(0.95)"]
+    names = ["reinforce", "a2c_td0", "a2c_gae95"]
+    assert legends(["algorithm"], names, recipes) == recipes
+    # The same recipe under every value (entropy regimes), or an axis that is a setting: the labels.
+    assert legends(["entropy"], ["low", "high"], ["A2C, TD(0)", "A2C, TD(0)"]) == ["low", "high"]
+    keyed = ["gae_lambda=0.0", "gae_lambda=0.95"]
+    assert legends(["model.init_args.gae_lambda"], keyed, ["A2C, TD(0)", "A2C, GAE(0.95)"]) == keyed
+
+
+def test_end_labels_of_curves_that_end_together_do_not_overlap():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ends = [(10.0, y, f"+{y:.2f}", "C0") for y in (211.7, 212.7, 213.0, 216.4, 198.5)]
+    for x, y, _, _ in ends:
+        ax.plot([0, x], [150, y])
+    label_ends(ax, ends)
+    fig.canvas.draw()
+    boxes = sorted((t.get_window_extent() for t in ax.texts), key=lambda b: b.y0)
+    assert len(boxes) == 5
+    assert all(low.y1 <= high.y0 + 0.5 for low, high in zip(boxes[:-1], boxes[1:], strict=True))  # stacked apart
+    lowest = min(ax.texts, key=lambda t: t.get_window_extent().y0)
+    assert lowest.get_text() == "+198.50" and lowest.xyann[1] == 0  # a label with room stays at its point
+    plt.close(fig)

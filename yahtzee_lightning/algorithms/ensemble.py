@@ -18,9 +18,11 @@ member), gradient clipping, the diagnostics and the evaluations. So every algori
 as the single run with its settings would, independently of the others: its weights start from
 its own seed, its games' dice come from its own generator, its action samples, minibatch orders
 and dropout masks from another generator of its own (seeded from its seed, as a single run's),
-and its update sees only its games. So a member's result is a function of its own seed and
-settings: alone or among any others, it learns the same weights (up to float rounding). A
-one-member ensemble is exactly the single run with that seed.
+and its update sees only its games; the stacked forward pass computes its rows as it would
+compute them alone (:mod:`~yahtzee_lightning.nn.ensemble`). So a member's result is a function
+of its own seed and settings: alone or among any others, it learns the same weights, to the bit
+on one machine and thread count. A one-member ensemble is the single run with that seed (up to
+float rounding: the single run's layers are not the stacked ones).
 
 Logged per member under ``member_K/`` (``member_0/train/loss``, ``member_2/eval/mean_score``),
 plus ``ensemble/eval_mean_score_{mean,min,max}`` at every evaluation. ``member_results()``

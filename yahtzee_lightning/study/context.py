@@ -70,11 +70,13 @@ class Context:
         ab = self.study.ablations[ablation]
         experiment = ablation if ab.scheduler else POOL
         t = self.table
+        recipes = [recipe(self.study.cells[cell_id]) for cell_id, _ in ab.cells]
+        names = legends(ab.axes, [self.label(cell_id, labels) for cell_id, labels in ab.cells], recipes)
         out = []
-        for cell_id, labels in ab.cells:
+        for (cell_id, _), name in zip(ab.cells, names, strict=True):
             rows = t[(t["cell"] == cell_id) & (t["experiment"] == experiment) & t["seed"].isin(ab.seeds)]
             evals, finals = rows[rows["stage"] == "eval"], rows[rows["stage"] == "final"]
-            out.append(Series(self.label(cell_id, labels), ablation, cell_id, evals, finals))
+            out.append(Series(name, ablation, cell_id, evals, finals))
         return out
 
     def all_series(self, ablations: list[str]) -> list[Series]:
@@ -119,6 +121,14 @@ def recipe(cell: Cell) -> str:
     if lam is None:
         return name
     return f"{name}, " + ("TD(0)" if lam == 0 else "Monte Carlo (lambda 1)" if lam == 1 else f"GAE({lam:g})")
+
+
+def legends(axes: list[str], labels: list[str], recipes: list[str]) -> list[str]:
+    """An ablation's legend entries: its cells' labels, or what each cell trains where the axes are
+    named values (``a2c_td0: {config: ...}``, no setting's key) that each train something else (an
+    algorithm, an advantage): the reader sees ``A2C, TD(0)``, not the study file's name for it."""
+    named = all("." not in axis for axis in axes)
+    return recipes if named and len(recipes) > 1 and len(set(recipes)) == len(recipes) else labels
 
 
 def label_of(labels: dict[str, str]) -> str:

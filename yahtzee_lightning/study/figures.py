@@ -34,6 +34,7 @@ def draw_curves(metric: str, ylabel: str, refs: bool = True) -> Callable[[Contex
     def draw(ctx: Context, ablations: list[str], path: Path) -> int:
         fig, ax = new_figure()
         points, scale, top = 0, percent(metric), [0.0]
+        ends: list[tuple[float, float, str, Any]] = []  # each curve's last point and its change
         for s in ctx.all_series(ablations):
             games, mean, low, high = curve(s.evals, metric)
             if len(games) == 0:
@@ -44,17 +45,7 @@ def draw_curves(metric: str, ylabel: str, refs: bool = True) -> Callable[[Contex
             top.append(float(np.nanmax(scale * high)))
             change = last_quarter_change(games, scale * mean)
             if change is not None:  # was it still rising when training stopped?
-                end = (games[-1], scale * mean[-1])
-                ax.annotate(
-                    f"{change:+.3g}",
-                    end,
-                    xytext=(4, 0),
-                    textcoords="offset points",
-                    fontsize=7,
-                    va="center",
-                    color=line.get_color(),
-                    annotation_clip=False,
-                )
+                ends.append((float(games[-1]), float(scale * mean[-1]), f"{change:+.3g}", line.get_color()))
         ax.margins(x=0.08)  # room for the end labels inside the axes
         if refs:
             top += reference_lines(ax, ctx, metric)
@@ -62,12 +53,40 @@ def draw_curves(metric: str, ylabel: str, refs: bool = True) -> Callable[[Contex
         ax.set_ylabel(ylabel)
         if scale != 1:  # a rate, in % from 0 to a little above the highest value drawn
             ax.set_ylim(0, min(100.0, 1.08 * max(top)) or 1)
+        label_ends(ax, ends)
         ax.legend(fontsize=7, loc="best")
         ax.grid(alpha=0.3)
         save_figure(fig, path)
         return points
 
     return draw
+
+
+def label_ends(ax: Any, ends: list[tuple[float, float, str, Any]]) -> None:
+    """Write each curve's label just right of its last point, moved up or down only as far as needed
+    for labels of curves that end close together not to overlap (lowest first, a line apart)."""
+    if not ends:
+        return
+    fig = ax.figure
+    low, high = ax.get_ylim()
+    points_per_unit = ax.get_window_extent().height * 72 / fig.dpi / (high - low)
+    gap = 8.5  # points: a 7-point label's height and a little air
+    placed: list[float] = []
+    for x, y, text, color in sorted(ends, key=lambda e: e[1]):
+        at = y * points_per_unit
+        if placed and at < placed[-1] + gap:
+            at = placed[-1] + gap
+        placed.append(at)
+        ax.annotate(
+            text,
+            (x, y),
+            xytext=(4, at - y * points_per_unit),
+            textcoords="offset points",
+            fontsize=7,
+            va="center",
+            color=color,
+            annotation_clip=False,
+        )
 
 
 def last_quarter_change(games: np.ndarray, values: np.ndarray) -> float | None:
@@ -135,7 +154,8 @@ def draw_pareto(ctx: Context, ablations: list[str], path: Path) -> int:
         ax.plot(ref["single_turn"]["optimal"], o, "*", color="black", markersize=11, label="optimal")
     ax.set_xlabel("single-turn score (points in one turn from a random card)")
     ax.set_ylabel("full-game mean score")
-    ax.legend(fontsize=7)
+    ax.margins(0.06)  # the players' markers clear of the frame
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the axes, never over a marker
     ax.grid(alpha=0.3)
     save_figure(fig, path)
     return len(means)
