@@ -105,6 +105,7 @@ def model_card(agent: Described) -> ModelCard:
         "",
         "```python",
         "from yahtzee_lightning.hub import YahtzeeAgent",
+        "",
         f'agent = YahtzeeAgent.from_pretrained("{where}")',
         "player = agent.player()  # a yahtzee_lightning Player",
         "```",
