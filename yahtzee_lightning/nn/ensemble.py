@@ -101,6 +101,7 @@ class _Activation(_Batched):
 
 
 _TWINS = {nn.Linear: _Linear, nn.LayerNorm: _LayerNorm, nn.Embedding: _Embedding}
+# every activation a network may have, and the value's ELU whatever the trunk's activation
 _TWINS.update({activation: _Activation for activation in (*ACTIVATIONS.values(), nn.ELU)})
 
 

@@ -63,8 +63,8 @@ def draw_curves(metric: str, ylabel: str, refs: bool = True) -> Callable[[Contex
 
 
 def label_ends(ax: Any, ends: list[tuple[float, float, str, Any]]) -> None:
-    """Write each curve's label just right of its last point, moved up or down only as far as needed
-    for labels of curves that end close together not to overlap (lowest first, a line apart)."""
+    """Write each curve's label just right of its last point, moved up only as far as needed for
+    labels of curves that end close together not to overlap (lowest first, a line apart)."""
     if not ends:
         return
     fig = ax.figure
