@@ -124,10 +124,11 @@ def test_an_ensemble_from_the_command_line_logs_resumes_and_exports_its_members(
 
     monkeypatch.chdir(tmp_path)
     members = "--model.init_args.ensemble=[{seed: 3}, {seed: 4, lr: 0.002}]"
-    assert _fit(tmp_path, "a2c.yaml", members, "--trainer.max_epochs=1") == 0
+    members = [members, "--model.init_args.log_every=1"]
+    assert _fit(tmp_path, "a2c.yaml", *members, "--trainer.max_epochs=1") == 0
     ckpt = tmp_path / "checkpoints" / "version_0" / "last.ckpt"
     assert int(torch.load(ckpt, weights_only=True)["state_dict"]["updates_done"]) == 2
-    assert _fit(tmp_path, "a2c.yaml", members, "--ckpt_path=last") == 0
+    assert _fit(tmp_path, "a2c.yaml", *members, "--ckpt_path=last") == 0
     saved = torch.load(ckpt, weights_only=True)
     assert int(saved["state_dict"]["updates_done"]) == 6 and len(saved["optimizer_states"]) == 2
     assert [int(o["state"][0]["step"]) for o in saved["optimizer_states"]] == [6, 6]  # each member's Adam, resumed
@@ -228,11 +229,10 @@ class _Rows(L.pytorch.loggers.Logger):
 
 def _loss_steps(ensemble: int | None, name: str) -> list[int]:
     L.seed_everything(0, verbose=False)
-    model = A2C(**TINY, total_games=7 * TINY["games_per_batch"], ensemble=ensemble)
+    model = A2C(**TINY, total_games=7 * TINY["games_per_batch"], ensemble=ensemble, log_every=2)
     rows = _Rows()
     trainer = L.Trainer(
         logger=rows,
-        log_every_n_steps=2,
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,

@@ -37,7 +37,7 @@ from ..schedules import lr_factor
 from ..solver import TurnOracle
 from .collection import Collection, _Once, _Players, _Updates
 from .diagnosis import Diagnosis
-from .ensemble import Ensemble
+from .ensemble import Ensemble, lightning_log_step
 from .evaluation import Evaluation
 from .policy_gradient import PolicyGradient, masked_mean, read_stats
 from .resume import checkpoint_digest
@@ -65,7 +65,9 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
     scale of ``lambda_v`` for parameters only the value loss reaches).
     ``diagnose_games``: games of each batch whose decisions the exact oracle scores, for the
     logged regret per keep and per box decision (0 = off); every interval the evaluation games
-    are scored too, with the regret broken down by turn and by box.
+    are scored too, with the regret broken down by turn and by box. ``log_every``: the update's
+    metrics (the logging-only ones above included) are computed and logged every ``log_every``
+    updates (it sets the trainer's ``log_every_n_steps``); learning does not depend on it.
     ``n_players`` >= 2 trains against ``opponent`` (random, greedy, optimal, an agent folder, or
     ``self``: the learner's own current policy, for self-play) in the N-player env
     with ``reward`` (win, margin, fixed_target, moving_target, score); use features that see the
@@ -120,6 +122,7 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
         reset_value_head: bool = False,
         value_lr_scale: float = 1.0,
         diagnose_games: int = 16,
+        log_every: int = 10,
         seed: int = 0,
         ensemble: int | list[dict[str, Any]] | dict[str, list[Any]] | None = None,
     ) -> None:
@@ -152,6 +155,9 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
     # -------------------------------------------------------------- lightning
     def setup(self, stage: str) -> None:
         self._started = time.monotonic()  # for the wall clock logged with every evaluation
+        if self._trainer is not None:
+            # One cadence for the metrics and the loggers (see ``logs_this_update``).
+            self.trainer.log_every_n_steps = self.hparams.log_every
         if stage == "fit":
             # One epoch is one evaluation interval; the number of epochs follows from the budget
             # (a smaller trainer.max_epochs stops early, e.g. to train part of a run).
@@ -217,15 +223,23 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
         self.learn(self.collect())
 
     def learn(self, batch: TensorDictBase) -> None:
-        """The update on a freshly collected batch, its schedules and its metrics."""
+        """The update on a freshly collected batch, its schedules and, every ``log_every`` updates, its metrics.
+
+        The logging-only metrics (the exact regret of :meth:`diagnose`, the KL drift, action
+        counts, mask diversity, top-k shares) cost about a fifth of an update; they draw no random
+        numbers and change no weight, so skipping them leaves learning the same to the bit.
+        """
         if self.in_ensemble():
             return self.ensemble_learn(self.learn, batch)
         beta_roll, beta_score = self.entropy_coefs()
         coefs = {"beta_roll": beta_roll, "beta_score": beta_score, "gamma": self.gamma()}
+        logs = self.logs_this_update()
         with self.own_generator():  # its minibatch orders and dropout masks: its own
-            stats = self.diagnose(batch) | self.update(batch, coefs)
+            stats = (self.diagnose(batch) if logs else {}) | self.update(batch, coefs)
         self.lr_schedulers().step()
         self.updates_done += 1
+        if not logs:
+            return
         flat = batch.reshape(-1)
         rolling = flat[K.ROLL] < N_ROLLS - 1
         keeps = action_counts(flat[K.KEEP], N_KEEPS, rolling)
@@ -248,3 +262,13 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
         stats = read_stats(stats)  # the update's one read from the device
         self.log_dict({f"train/{k}": v for k, v in stats.items()}, on_step=True, batch_size=1)
         self.log("return", stats["episode_return"], prog_bar=True, on_step=True, logger=False, batch_size=1)
+
+    def logs_this_update(self) -> bool:
+        """Whether the update about to be made is one whose metrics are computed and logged: every
+        ``log_every``-th, where Lightning's loggers write (the trainer's ``log_every_n_steps`` is
+        set to ``log_every`` in :meth:`setup`). Read from Lightning's own counters under a trainer:
+        no read from the device."""
+        trainer = self._trainer
+        if trainer is None:  # a bare module (benchmarks, tests): the same cadence on its own counter
+            return (int(self.updates_done) + 1) % self.hparams.log_every == 0
+        return lightning_log_step(trainer) is not None

@@ -37,7 +37,7 @@ class Settings:
 
         for name, options in (("task", TASKS), ("start_card", START_CARDS), ("reward", REWARDS)):
             need(h[name] in options, name, f"one of {options}")
-        for name in ("total_games", "games_per_batch", "evaluations", "eval_games", "top_k", "n_players"):
+        for name in ("total_games", "games_per_batch", "evaluations", "eval_games", "top_k", "n_players", "log_every"):
             need(isinstance(h[name], int) and h[name] >= 1, name, "an integer >= 1")
         need(isinstance(h.final_eval_games, int) and h.final_eval_games >= 0, "final_eval_games", ">= 0 (0: none)")
         need(isinstance(h.diagnose_games, int) and h.diagnose_games >= 0, "diagnose_games", ">= 0 (0: off)")
