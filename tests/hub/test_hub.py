@@ -50,7 +50,7 @@ def _assert_same_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor])
 
 def test_save_and_load_round_trip(tmp_path):
     folder = _agent(tmp_path / "tiny")
-    assert {p.name for p in folder.iterdir()} == ARTEFACT
+    assert {p.name for p in folder.iterdir()} == ARTEFACT | {"manifest.json"}  # the manifest: what --force replaces
     loaded = YahtzeeAgent.from_pretrained(folder)
     _assert_same_weights(loaded.net.state_dict(), load_file(folder / "model.safetensors"))
     assert isinstance(loaded.player(), Player) and loaded.evaluation["summary"]["games"] == 60
@@ -184,7 +184,7 @@ def test_export_a_training_checkpoint_and_evaluate_it(tmp_path, capsys):
     out = tmp_path / "agent"
     argv = ["export", str(ckpt), str(out), "--games", "50", "--wall-clock", "1 s", "--config", str(yaml)]
     assert main(argv) == 0
-    assert {p.name for p in out.iterdir()} == ARTEFACT | {"run.yaml"}
+    assert {p.name for p in out.iterdir()} == ARTEFACT | {"run.yaml", "manifest.json"}
     config = json.loads((out / "config.json").read_text())
     assert config["training"]["algorithm"] == "Reinforce" and config["training"]["games"] == 40
     assert config["evaluation"]["summary"]["games"] == 50
@@ -282,7 +282,7 @@ def test_push_then_pull_in_fresh_processes_and_offline(tmp_path, hub, hub_env):
         stdout = _python(["-c", _PULL, str(out), first], env, tmp_path)
         for label, source in (("main", v2), ("first", v1)):
             _assert_same_weights(load_file(out / f"{label}.safetensors"), load_file(source / "model.safetensors"))
-            assert {p.name: p.read_bytes() for p in (out / label).iterdir()} == {
+            assert {p.name: p.read_bytes() for p in (out / label).iterdir() if p.name != "manifest.json"} == {
                 f: (source / f).read_bytes() for f in ARTEFACT
             }
             pulled = YahtzeeAgent.load(out / label)  # the pulled folder is an agent on its own

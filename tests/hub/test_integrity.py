@@ -156,15 +156,98 @@ def test_export_and_pull_never_overwrite_what_the_user_made(tmp_path, capsys):
             main(["export", str(ckpt), str(mine), "--games", "0", *force])
         assert "is not an agent folder" in capsys.readouterr().err
         assert (mine / "README.md").read_text() == "my notes" and (mine / "config.json").read_text() == "{}"
-    # An older agent folder is replaced as a whole, with --force: no stale training YAML is left behind.
+    # An agent folder written before manifests: --force replaces its three artefact files; the YAML
+    # beside them cannot be proven ours, so it stays, and a line says so.
     old = _agent(tmp_path / "old")
+    (old / "manifest.json").unlink()
     (old / "distill.yaml").write_text("model: {}\n")
     with pytest.raises(SystemExit):
         main(["export", str(ckpt), str(old), "--games", "0"])
     assert "--force" in capsys.readouterr().err and (old / "distill.yaml").exists()
     assert main(["export", str(ckpt), str(old), "--games", "0", "--force"]) == 0
-    assert {p.name for p in old.iterdir()} == {"config.json", "model.safetensors", "README.md"}
+    assert f"kept {old / 'distill.yaml'}" in capsys.readouterr().err
+    assert {p.name for p in old.iterdir()} == {
+        "config.json",
+        "model.safetensors",
+        "README.md",
+        "manifest.json",
+        "distill.yaml",
+    }
     YahtzeeAgent.load(old)
+
+
+def test_export_and_pull_force_replace_only_their_own_files(tmp_path, capsys):
+    """--force deletes the files the manifest proves ours (an exported YAML no longer named included);
+    the user's files stay, each named; one of ours edited since is refused before anything is written."""
+    from yahtzee_lightning.manifest import Manifest
+
+    ckpt = _checkpoint(tmp_path)
+    conf = Path(__file__).parents[2] / "conf" / "reinforce.yaml"
+    agent = tmp_path / "agent"
+    assert main(["export", str(ckpt), str(agent), "--games", "0", "--config", str(conf)]) == 0
+    assert set(Manifest.read(agent).files) == {"config.json", "model.safetensors", "README.md", "reinforce.yaml"}
+    (agent / "my_experiment.yaml").write_text("mine: 1\n")
+    (agent / "notes").mkdir()
+    (agent / "notes" / "keep.txt").write_text("mine")
+    capsys.readouterr()
+    assert main(["export", str(ckpt), str(agent), "--games", "0", "--force"]) == 0
+    err = capsys.readouterr().err
+    assert f"kept {agent / 'my_experiment.yaml'}" in err and f"kept {agent / 'notes' / 'keep.txt'}" in err
+    assert not (agent / "reinforce.yaml").exists()  # ours, and no longer part of the agent
+    assert (agent / "my_experiment.yaml").read_text() == "mine: 1\n" and (agent / "notes" / "keep.txt").exists()
+    YahtzeeAgent.load(agent)
+    # pull (from a local folder: no hub needed) over it: the same rule
+    source = _agent(tmp_path / "source")
+    assert main(["pull", str(source), str(agent), "--force"]) == 0
+    assert "kept" in capsys.readouterr().err and (agent / "notes" / "keep.txt").read_text() == "mine"
+    assert (agent / "model.safetensors").read_bytes() == (source / "model.safetensors").read_bytes()
+    # one of ours edited by the user since: refused, nothing written
+    (agent / "README.md").write_text("my edited card")
+    for verb in (["export", str(ckpt)], ["pull", str(source)]):
+        with pytest.raises(SystemExit):
+            main(
+                [*verb, str(agent), "--games", "0", "--force"]
+                if verb[0] == "export"
+                else [*verb, str(agent), "--force"]
+            )
+        err = capsys.readouterr().err.strip()
+        assert "README.md would be overwritten but was not written by yahtzee-lightning" in err
+        assert (agent / "README.md").read_text() == "my edited card"
+
+
+def test_export_into_a_symbolic_link_is_refused_in_one_line(tmp_path, capsys):
+    ckpt = _checkpoint(tmp_path)
+    real = _agent(tmp_path / "real")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    before = {p.name: p.read_bytes() for p in real.iterdir()}
+    with pytest.raises(SystemExit) as e:
+        main(["export", str(ckpt), str(link), "--games", "0", "--force"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and "is a symbolic link" in err[-1] and "Traceback" not in "".join(err)
+    assert {p.name: p.read_bytes() for p in real.iterdir()} == before and link.is_symlink()
+
+
+def test_a_full_disk_while_writing_an_agent_is_one_line_and_replaces_nothing(tmp_path, capsys, monkeypatch):
+    import errno
+
+    from yahtzee_lightning.hub import agent as agent_module
+
+    ckpt = _checkpoint(tmp_path)
+    folder = tmp_path / "agent"
+    assert main(["export", str(ckpt), str(folder), "--games", "0"]) == 0
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+
+    def full(*args, **kwargs):
+        raise OSError(errno.EFBIG, "File too large")
+
+    monkeypatch.setattr(agent_module, "save_file", full)
+    with pytest.raises(SystemExit) as e:
+        main(["export", str(ckpt), str(folder), "--games", "0", "--force"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and "could not be written (File too large); nothing replaced" in err[-1]
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".agent.")] == []
 
 
 def test_pull_refuses_a_folder_with_the_users_files(tmp_path):

@@ -18,4 +18,4 @@ def test_a_report_before_any_run_finished_names_every_cell_pending_and_draws_not
     assert len(pending) == sum(len(ab.cells) for ab in study.ablations.values()) > 1  # a shared cell under each
     assert "No member has finished yet" in index
     assert json.loads((tmp_path / "report" / "exhibits.json").read_text()) == {}
-    assert sorted(p.name for p in (tmp_path / "report").iterdir()) == ["exhibits.json", "index.md"]
+    assert sorted(p.name for p in (tmp_path / "report").iterdir()) == ["exhibits.json", "index.md", "manifest.json"]

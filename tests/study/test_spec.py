@@ -120,8 +120,9 @@ def test_a_folder_of_another_study_is_refused_and_kept_without_force(tmp_path):
     with pytest.raises(StudyError, match="holds the results of study 'first'.*--force"):
         prepare_folder(other, out, force=False)
     assert (out / "runs" / "finished.txt").read_text() == "kept"
-    prepare_folder(other, out, force=True)
-    assert not (out / "runs").exists()
+    prepare_folder(other, out, force=True)  # the plan is the first study's: replaced; the planted file stays
+    assert (out / "runs" / "finished.txt").read_text() == "kept"
+    assert json.loads((out / "study.json").read_text())["study"]["name"] == "second"
 
 
 def test_a_folder_that_holds_something_else_is_refused(tmp_path):
@@ -194,7 +195,8 @@ def test_force_on_a_folder_that_holds_no_study_deletes_nothing(tmp_path):
     assert (tmp_path / "results.csv").read_text() == "mine"
 
 
-def test_a_report_never_deletes_a_users_file_in_its_folder(tmp_path):
+def test_a_report_never_deletes_a_users_file_in_its_folder(tmp_path, capsys):
+    from yahtzee_lightning.manifest import Manifest
     from yahtzee_lightning.study.report import write_report
 
     # A study folder a report can be drawn from (a committed copy, no exhibits): the user's file is at stake.
@@ -205,19 +207,31 @@ def test_a_report_never_deletes_a_users_file_in_its_folder(tmp_path):
     folder = tmp_path / "report"
     folder.mkdir()
     (folder / "mine.md").write_text("mine")
-    for force in (False, True):
-        with pytest.raises(StudyError, match=r"holds files that are not a report \(mine.md\)"):
-            write_report(tmp_path, force=force)
-        assert (folder / "mine.md").read_text() == "mine"
-    (folder / "mine.md").unlink()
-    from yahtzee_lightning.study.report import clear_report
-
-    (folder / "index.md").write_text("an old report")
-    (folder / "claims.md").write_text("old claims")
+    write_report(tmp_path)  # kept, beside the report
+    assert (folder / "mine.md").read_text() == "mine" and (folder / "index.md").exists()
+    assert set(Manifest.read(folder).files) == {"index.md", "exhibits.json", "claims.md"}
     with pytest.raises(StudyError, match="a report is already there; add --force"):
-        clear_report(folder, force=False)
-    clear_report(folder, force=True)
-    assert not any(folder.iterdir())
+        write_report(tmp_path)
+    (folder / "notes").mkdir()
+    (folder / "notes" / "mine.txt").write_text("mine")
+    capsys.readouterr()
+    write_report(tmp_path, force=True)
+    err = capsys.readouterr().err
+    assert f"kept {folder / 'mine.md'}" in err and f"kept {folder / 'notes' / 'mine.txt'}" in err
+    assert (folder / "mine.md").read_text() == "mine" and (folder / "notes" / "mine.txt").read_text() == "mine"
+    # One of ours edited since is not proven ours: refused before anything is deleted.
+    (folder / "index.md").write_text("my edits")
+    with pytest.raises(StudyError, match="index.md would be overwritten but was not written by a report"):
+        write_report(tmp_path, force=True)
+    assert (folder / "index.md").read_text() == "my edits" and (folder / "claims.md").exists()
+    # A study folder whose study.json does not check: refused before the report is touched.
+    (folder / "index.md").unlink()
+    write_report(tmp_path, force=True)
+    (tmp_path / "study.json").write_text("{damaged")
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    with pytest.raises(StudyError):
+        write_report(tmp_path, force=True)
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
 
 
 def test_check_finds_settings_that_would_fail_every_cell(tmp_path, capsys):

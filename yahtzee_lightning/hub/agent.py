@@ -22,6 +22,7 @@ from safetensors.torch import save_file
 
 from .._version import __version__
 from ..digest import WEIGHTS_DIGEST, nonfinite, tensors_sha256
+from ..manifest import Manifest
 from ..nn import PolicyValueNet
 
 FORMAT_VERSION = 1
@@ -98,7 +99,8 @@ class YahtzeeAgent:
     # ------------------------------------------------------------ save / load
     def save_pretrained(self, directory: str | Path, card: str | None = None) -> Path:
         """Write the three artefact files (``card`` replaces the generated model card); the weights'
-        sha256 goes into the safetensors metadata, ``config.json`` and the card, and is checked on load."""
+        sha256 goes into the safetensors metadata, ``config.json`` and the card, and is checked on load.
+        The folder's ``manifest.json`` names them: the files a later ``export --force`` may replace."""
         from .card import model_card
 
         directory = Path(directory)
@@ -110,6 +112,7 @@ class YahtzeeAgent:
         save_file(state, str(directory / WEIGHTS_NAME), metadata=metadata)
         (directory / CONFIG_NAME).write_text(json.dumps(self.config, indent=2))
         (directory / CARD_NAME).write_text(card if card is not None else str(model_card(self)))
+        Manifest.read(directory).add([WEIGHTS_NAME, CONFIG_NAME, CARD_NAME])  # what a --force may replace
         return directory
 
     @classmethod
@@ -205,14 +208,12 @@ def agent_files(folder: Path) -> list[str]:
 
 
 def is_agent_folder(folder: Path) -> bool:
-    """Whether ``folder`` holds an agent of ours and nothing else (artefact files and YAML only)."""
+    """Whether ``folder`` holds an agent of ours (its ``config.json``); other files may sit beside it."""
     try:
         config = json.loads((folder / CONFIG_NAME).read_text())
     except (OSError, ValueError):
         return False
-    if not isinstance(config, dict) or config.get("package") != "yahtzee_lightning":
-        return False
-    return all(p.is_file() and any(p.match(pat) for pat in ARTEFACT_PATTERNS) for p in folder.iterdir())
+    return isinstance(config, dict) and config.get("package") == "yahtzee_lightning"
 
 
 def resolve_folder(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import pickle
 import shutil
 import tempfile
@@ -157,10 +158,17 @@ def export_main(argv: list[str] | None = None) -> int:
             from ..evaluation import evaluate
 
             agent.evaluation = evaluate(player, args.games, args.seed, player.rules, progress=True)
-    with new_folder(Path(args.directory)) as out:
-        agent.save_pretrained(out)
-        if args.config:
-            shutil.copyfile(args.config, out / Path(args.config).name)
+    from .agent import CARD_NAME, CONFIG_NAME, WEIGHTS_NAME
+
+    names = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME] + ([Path(args.config).name] if args.config else [])
+    check_clashes(Path(args.directory), names, parser)
+    try:
+        with new_folder(Path(args.directory)) as out:
+            agent.save_pretrained(out)
+            if args.config:
+                shutil.copyfile(args.config, out / Path(args.config).name)
+    except OSError as e:  # a full disk, a file-size limit: one line, and the folder as it was
+        parser.error(f"{args.directory}: could not be written ({e.strerror or type(e).__name__}); nothing replaced")
     print(f"wrote {args.directory}")
     if agent.evaluation and "matches" in agent.evaluation:
         m = agent.evaluation["matches"]
@@ -212,16 +220,24 @@ def pull_main(argv: list[str] | None = None) -> int:
         parser.error(str(e))
     except hub_errors() as e:
         parser.error(hub_failure(args.repo_id, e))
-    with new_folder(out) as tmp:
-        for name in agent_files(source):
-            shutil.copyfile(source / name, tmp / name)  # the cache holds symlinks: copy the content
+    names = agent_files(source)
+    check_clashes(out, names, parser)
+    try:
+        with new_folder(out) as tmp:
+            for name in names:
+                shutil.copyfile(source / name, tmp / name)  # the cache holds symlinks: copy the content
+    except OSError as e:
+        parser.error(f"{out}: could not be written ({e.strerror or type(e).__name__}); nothing replaced")
     print(f"wrote {out}")
     return 0
 
 
 def check_folder_target(path: Path, parser: argparse.ArgumentParser, force: bool = False) -> None:
     """A folder to write an agent to: new, empty, or (with ``force``) one that holds an agent of
-    ours, replaced as a whole. A folder holding anything else is refused, ``force`` or not."""
+    ours, whose files (its manifest's) are replaced. A folder holding anything else is refused,
+    ``force`` or not; so is a link (the folder it points to would be written)."""
+    if path.is_symlink():
+        parser.error(f"{path} is a symbolic link; give the folder itself or a new one (nothing written)")
     if path.exists() and not path.is_dir():
         parser.error(f"{path} exists and is not a folder")
     if any(p.is_file() for p in path.parents):
@@ -234,21 +250,53 @@ def check_folder_target(path: Path, parser: argparse.ArgumentParser, force: bool
         names = sorted(p.name for p in path.iterdir())[:5]
         parser.error(f"{path} is not an agent folder and not empty ({names}); choose a new or empty folder")
     if not force:
-        parser.error(f"{path} holds an agent already; add --force to replace it as a whole")
+        parser.error(f"{path} holds an agent already; add --force to replace its files (any others stay)")
+
+
+def check_clashes(path: Path, names: list[str], parser: argparse.ArgumentParser) -> None:
+    """Refuse, before anything is written, to overwrite a file of ``names`` in ``path`` that its
+    manifest does not prove ours: the user's, or one edited since. A folder written before manifests
+    has its three artefact files replaced (nothing else)."""
+    from ..manifest import MANIFEST, Manifest
+    from .agent import CARD_NAME, CONFIG_NAME, WEIGHTS_NAME
+
+    if not path.is_dir():
+        return
+    manifest = Manifest.read(path)
+    old = not manifest.files and not (path / MANIFEST).exists()
+
+    def ours(n: str) -> bool:
+        p = path / n
+        if p.is_symlink() or (p.exists() and not p.is_file()):
+            return False
+        return not p.exists() or manifest.owns(n) or (old and n in (CONFIG_NAME, WEIGHTS_NAME, CARD_NAME))
+
+    clash = [n for n in names if not ours(n)]
+    if clash:
+        parser.error(
+            f"{path}: {', '.join(clash)} would be overwritten but was not written by yahtzee-lightning (or was "
+            "changed since); move it away first (nothing written)"
+        )
 
 
 @contextlib.contextmanager
 def new_folder(path: Path) -> Iterator[Path]:
-    """A fresh folder beside ``path`` to write into; on success it replaces ``path`` as a whole
-    (an agent folder checked by :func:`check_folder_target`), so that no stale file stays behind."""
+    """A fresh folder beside ``path`` to write into; on success its files replace those of ours in
+    ``path`` (checked by :func:`check_folder_target` and :func:`check_clashes`): the files the
+    manifest names go, every other file stays (a line says so), and the manifest names the new ones."""
+    from ..manifest import MANIFEST, Manifest
+
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
         yield tmp
-        tmp.chmod(0o755)  # mkdtemp's folder is private; an agent folder is not
-        if path.exists():
-            shutil.rmtree(path)
-        tmp.rename(path)
+        names = sorted(p.name for p in tmp.iterdir() if p.name != MANIFEST)
+        path.mkdir(exist_ok=True)
+        manifest = Manifest.read(path)
+        manifest.remove_owned(spare=names)
+        for name in names:
+            os.replace(tmp / name, path / name)
+        manifest.add(names)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)

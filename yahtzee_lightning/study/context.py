@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..digest import record_sha256
 from ..game import BOX_NAMES
 from ..game.rules import UPPER_BONUS
 from .records import digested_text, read_record
@@ -185,10 +186,13 @@ def curve(evals: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray, np.
     return np.array([g for g, _ in stats]), mean, low, high
 
 
+REFERENCE = "reference.json"  # the reference players on a final evaluation's games (cached in the study folder)
+
+
 def references(out: Path, study: Study) -> dict[str, Any]:
     """The optimum's and the greedy player's statistics on a member's final-evaluation games (cached;
     a folder without run folders, a report's committed copy, reads the cached ones as they are)."""
-    path = out / "reference.json"
+    path = out / REFERENCE
     optimal = optimal_summary(out)
     if optimal is None:
         if not path.exists() or (out / "runs").is_dir():
@@ -196,7 +200,8 @@ def references(out: Path, study: Study) -> dict[str, Any]:
         if (kept := read_record(path, "no run folders here to compute it again")) is None:
             raise StudyError(f"{path}: cannot be trusted (see the warning); restore it from the study folder")
         return kept
-    key = {"games": optimal["games"], "seed": optimal.get("final_seed")}
+    # Keyed by what it summarises: the games, and the optimal player's record on them.
+    key = {"games": optimal["games"], "seed": optimal.get("final_seed"), "optimal": record_sha256(optimal)}
     if (cached := read_record(path, "computed again")) is not None and cached.get("key") == key:
         return cached
     from ..evaluation import evaluate, play_single_turns

@@ -16,19 +16,21 @@ import json
 from pathlib import Path
 
 from ..game import BOX_NAMES
+from ..manifest import MANIFEST, FolderBusy, Manifest, file_sha256, folder_lock
 from .claims import write_claims
 from .context import (
     KEY_BOXES,
     LOWER,
+    REFERENCE,
     UPPER,
     Context,
     Exhibit,
 )
 from .figures import draw_agent_bars, draw_bars, draw_curves, draw_pareto, draw_population, draw_regret
 from .records import read_lines
-from .runner import SESSIONS
+from .runner import REPORT, SESSIONS
 from .spec import EXHIBIT_IDS, StudyError
-from .tables import table_distribution, table_entropy, table_population, table_summary
+from .tables import FRESH, table_distribution, table_entropy, table_population, table_summary
 
 BARS, TABLE = "error bars", "brackets"
 CLAIMS = "claims.md"
@@ -167,13 +169,24 @@ NOTES = {
 
 
 def write_report(out: Path, force: bool = False) -> Path:
-    """Draw every exhibit the study names into ``OUT/report/`` and write ``index.md``; returns its path."""
+    """Draw every exhibit the study names into ``OUT/report/`` and write ``index.md``; returns its path.
+    One writer at a time (the study folder's lock); the study folder is read and checked before
+    anything of an earlier report is deleted."""
     out = Path(out)
-    folder = out / "report"
-    clear_report(folder, force)
-    ctx = Context(out)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        with folder_lock(out, "yahtzee-lightning study report"):
+            return _write_report(out, force)
+    except FolderBusy as e:
+        raise StudyError(str(e)) from None
+
+
+def _write_report(out: Path, force: bool) -> Path:
+    folder = out / REPORT
+    ctx = Context(out)  # study.json, results: refused here, before anything is deleted
     study = ctx.study
+    names = ["index.md", "exhibits.json", CLAIMS] + [f"{eid}.{EXHIBITS[eid].suffix}" for eid in study.exhibits]
+    report = clear_report(folder, force, names)
+    folder.mkdir(parents=True, exist_ok=True)
     lines = [f"# Study {study.name} (profile {study.profile})", "", study.description, ""]
     lines += _status_lines(ctx)
     manifest: dict[str, dict] = {}
@@ -181,11 +194,15 @@ def write_report(out: Path, force: bool = False) -> Path:
         lines += ["No member has finished yet: no exhibit to draw, no claim to judge.", ""]
         (folder / "exhibits.json").write_text(json.dumps(manifest))
         (index := folder / "index.md").write_text("\n".join(lines))
+        report.add(["exhibits.json", "index.md"])
         return index
+    written = []
     for eid, ablations in study.exhibits.items():
         ex = EXHIBITS[eid]
         path = folder / f"{eid}.{ex.suffix}"
         points = ex.draw(ctx, ablations, path)
+        written.append(path.name)
+        report.add([path.name])  # at once: a report killed half-way is still replaced by the next
         manifest[eid] = {"file": path.name, "points": points, "ablations": ablations}
         lines += [f"## {eid}. {ex.title}", ""]
         lines += [f"![{eid}]({path.name})" if ex.suffix == "png" else path.read_text()]
@@ -198,24 +215,43 @@ def write_report(out: Path, force: bool = False) -> Path:
     (folder / "exhibits.json").write_text(json.dumps(manifest, indent=1))
     index = folder / "index.md"
     index.write_text("\n".join(lines))
+    report.add([CLAIMS, "exhibits.json", "index.md"])
+    Manifest.read(out).add([n for n in (FRESH, REFERENCE) if (out / n).is_file()])  # the report's caches
     return index
 
 
-def clear_report(folder: Path, force: bool) -> None:
-    """Delete an earlier report in ``folder`` (with ``force``): only the files a report writes. A file
-    of anyone else's there is refused before anything is deleted, ``force`` or not."""
+def clear_report(folder: Path, force: bool, names: list[str] | None = None) -> Manifest:
+    """Delete an earlier report in ``folder`` (with ``force``): only the files its manifest proves a
+    report wrote, unchanged since; every other file stays, named in a line. A file of anyone else's
+    at a name the new report writes (``names``) is refused before anything is deleted, ``force`` or
+    not. A report written before manifests has its files of a report's names replaced. Returns the
+    folder's manifest."""
+    report = Manifest.read(folder)
     if not folder.exists():
-        return
-    if not folder.is_dir():
+        return report
+    if not folder.is_dir() or folder.is_symlink():
         raise StudyError(f"{folder}: exists and is not a folder")
+    old = not (folder / MANIFEST).exists()
     ours = {"index.md", "exhibits.json", CLAIMS} | {f"{eid}.{ex.suffix}" for eid, ex in EXHIBITS.items()}
-    others = sorted(p.name for p in folder.iterdir() if p.name not in ours or not p.is_file())
-    if others:
-        raise StudyError(f"{folder}: holds files that are not a report ({', '.join(others[:5])}); move them first")
-    if (folder / "index.md").exists() and not force:
+    if not force and any(report.owns(n) or (old and (folder / n).is_file()) for n in ("index.md", "exhibits.json")):
         raise StudyError(f"{folder}: a report is already there; add --force to replace it")
-    for p in folder.iterdir():
-        p.unlink()
+
+    def replaceable(n: str) -> bool:
+        p = folder / n
+        if p.is_symlink() or (p.exists() and not p.is_file()):
+            return False
+        return not p.exists() or report.owns(n) or (old and n in ours)
+
+    clash = [n for n in names or () if not replaceable(n)]
+    if clash:
+        raise StudyError(
+            f"{folder}: {', '.join(clash[:5])} would be overwritten but was not written by a report (or was "
+            "changed since); move it away first (nothing deleted)"
+        )
+    if old:  # before manifests: the files of a report's names are replaced, nothing else
+        report.files = {n: file_sha256(folder / n) for n in ours if (folder / n).is_file()}
+    report.remove_owned()
+    return report
 
 
 def _status_lines(ctx: Context) -> list[str]:

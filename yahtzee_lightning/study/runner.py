@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import sys
 import time
 from dataclasses import asdict
@@ -22,15 +21,15 @@ from typing import Any
 from ray import tune
 
 from ..machine import describe_machine
+from ..manifest import META, FolderBusy, Manifest, folder_lock
 from .cluster import CLUSTER_RETRIES, check_address, check_nodes, trial_resources
 from .packing import ensemble_of, pack_trials
 from .records import digested_text, read_final, read_lines
-from .results import PLAN, TABLE, TABLE_DIGEST, Trial, read_plan, write_table
+from .results import PLAN, Trial, read_plan, write_table
 from .schedulers import scheduler
 from .spec import Cell, Study, StudyError
 
-#: What a study writes into its folder: all that ``--force`` deletes (nothing else there is touched).
-OWNED = (PLAN, "runs", "ray", "report", TABLE, TABLE_DIGEST, "reference.json", "sessions.jsonl")
+REPORT = "report"  # the report's folder: its own manifest (``study report`` writes it)
 SESSIONS = "sessions.jsonl"  # one line per `study run`: its command, machine, CPUs and wall clock
 POOL = "cells"  # the experiment of the ablations without a scheduler
 
@@ -70,20 +69,24 @@ def prepare_folder(study: Study, out: Path, force: bool) -> None:
     """Write the study's plan into ``out``, or check that ``out`` holds this study's results.
 
     Another study's results (or a folder that holds something else) are refused, naming them;
-    ``force`` deletes what an earlier study wrote there first. A folder resumes packed or not as it
-    was started (its run folders are those of that way), whatever ``study.pack`` says.
+    ``force`` deletes what earlier sessions wrote there first: only the files the folder's manifests
+    (the study's and its report's) prove they wrote, unchanged since; anything else stays, each named.
+    A folder resumes packed or not as it was started (its run folders are those of that way),
+    whatever ``study.pack`` says.
     """
     trials = plan_trials(study)  # a pack that cannot be refuses the study before anything is written
     plan = out / PLAN
-    if out.is_dir() and not plan.exists() and any(out.iterdir()):  # refused before --force deletes anything
+    manifest = owned(out)
+    if out.is_dir() and not plan.exists() and any(p.name not in META for p in out.iterdir()):
         raise StudyError(f"{out}: is not empty and holds no study; choose another --out (nothing deleted)")
-    if force and out.is_dir():
-        for name in OWNED:
-            target = out / name
-            if target.is_dir():
-                shutil.rmtree(target)
-            elif target.exists():
-                target.unlink()
+    if force and plan.exists():  # checked before anything is deleted
+        if not manifest.owns(PLAN):
+            raise StudyError(
+                f"{out}: its {PLAN} was written before manifests or edited since, so nothing there can be proven "
+                "a study's own; delete what you no longer need yourself, or choose another --out (nothing deleted)"
+            )
+        Manifest.read(out / REPORT).remove_owned()
+        manifest.remove_owned(under=[p.name for p in out.iterdir() if p.name not in (REPORT, *META)])
     if plan.exists():
         old = read_plan(plan)["study"]
         if (old["name"], old["profile"]) != (study.name, study.profile):
@@ -98,6 +101,17 @@ def prepare_folder(study: Study, out: Path, force: bool) -> None:
             trials = plan_trials(study)
     out.mkdir(parents=True, exist_ok=True)
     plan.write_text(digested_text({"study": study.to_json(), "trials": [asdict(t) for t in trials]}))
+    manifest.add([PLAN])
+
+
+_MANIFEST: Manifest | None = None  # the running session's (its progress callback sweeps it)
+
+
+def owned(out: Path) -> Manifest:
+    """The study folder's manifest: the running session's, else as on disk."""
+    if _MANIFEST is not None and _MANIFEST.folder == out:
+        return _MANIFEST
+    return Manifest.read(out)
 
 
 def init_ray(address: str | None, cpus: int | None) -> int:
@@ -138,6 +152,7 @@ class Progress:
         self.total, self.labels, self.ended = total, labels, 0
 
     def say(self, trial: Any, what: str, ended: bool = False) -> None:
+        beat()
         self.ended += ended
         name = str(trial)
         print(f"[{self.ended}/{self.total}] {name} {self.labels.get(name, '')}: {what}", file=sys.stderr, flush=True)
@@ -146,8 +161,17 @@ class Progress:
 _PROGRESS = Progress(0, {})  # the running study's: a restored experiment's callback (unpickled by name) finds it
 
 
+def beat() -> None:
+    """The running session's heartbeat: what its trials wrote so far goes into the manifest."""
+    if _MANIFEST is not None:
+        _MANIFEST.beat(skip=[REPORT])
+
+
 class ProgressCallback(tune.Callback):
     """Tune's side of :class:`Progress`."""
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
+        beat()
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         _PROGRESS.say(trial, "started")
@@ -186,8 +210,9 @@ def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus
     if scheduler_spec is None and path.exists():
         # Without a scheduler Ray's state holds nothing the run folders do not (a finished trial reports
         # its final.json, an unfinished one resumes from its last.ckpt), and a restored experiment would
-        # keep the concurrency it was started with: a fresh one takes this session's --cpus.
-        shutil.rmtree(path)
+        # keep the concurrency it was started with: a fresh one takes this session's --cpus. Only the
+        # files the manifest proves Ray wrote go.
+        owned(out).remove_owned(under=[path.relative_to(out).as_posix()])
     if tune.Tuner.can_restore(str(path)):
         print(f"resuming experiment {name} from {path}", file=sys.stderr)
         tuner = tune.Tuner.restore(str(path), fn, resume_unfinished=True, resume_errored=True)
@@ -292,6 +317,30 @@ def run_study(
     process died (its node lost) is retried from its newest checkpoint ``retries`` times (default:
     3 on a cluster, none locally)."""
     out = Path(out).resolve()  # Ray storage paths must be absolute (a relative one is read as a URI)
+    global _MANIFEST
+    try:
+        with folder_lock(out, command or "yahtzee-lightning study run"):
+            _MANIFEST = Manifest.read(out)
+            _MANIFEST.start_session(skip=[REPORT])  # a killed session's files are swept first: ours
+            try:
+                with _MANIFEST.heartbeat(skip=[REPORT]):
+                    return _run_study(study, out, address, cpus, force, command, retries)
+            finally:
+                _MANIFEST.end_session(skip=[REPORT])
+                _MANIFEST = None
+    except FolderBusy as e:
+        raise StudyError(str(e)) from None
+
+
+def _run_study(
+    study: Study,
+    out: Path,
+    address: str | None,
+    cpus: int | None,
+    force: bool,
+    command: str | None,
+    retries: int | None,
+) -> int:
     prepare_folder(study, out, force)
     trials = plan_trials(study)
     # An experiment whose every trial has an intact final.json has nothing to train: no Ray for it

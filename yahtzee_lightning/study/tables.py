@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..algorithms.resume import last_checkpoint
+from ..manifest import file_sha256
 from .context import (
     THRESHOLD_COLUMNS,
     Context,
@@ -47,7 +48,8 @@ def table_entropy(ctx: Context, ablations: list[str], path: Path) -> int:
 def fresh_scores(ctx: Context, s: Series) -> pd.DataFrame:
     """Each member of a cell played again on fresh games (its seed + ``FRESH_SEED``, as many as its
     final evaluation) from its run folder's last checkpoint: mean and median per seed. Empty where
-    the study folder holds no weights (a report's committed copy). Cached in ``OUT/fresh.json``."""
+    the study folder holds no weights (a report's committed copy). Cached in ``OUT/fresh.json``, keyed
+    by the checkpoint's sha256 too: a run trained again is played again (its old entry dropped)."""
     from ..evaluation import evaluate
     from ..hub import AgentError
     from ..hub.cli import agent_from_checkpoint
@@ -55,6 +57,7 @@ def fresh_scores(ctx: Context, s: Series) -> pd.DataFrame:
     path = ctx.out / FRESH
     cache = read_record(path, "computed again") or {}
     games, rows = ctx.study.cells[s.cell].final_eval_games, []
+    digests: dict[Path, str] = {}
     for t in ctx.trials:
         ckpt = last_checkpoint(ctx.out / t.run_dir / "checkpoints")  # either layout: flat, or a folder per run
         if t.cell != s.cell or not (ctx.out / t.run_dir / "final.json").exists() or ckpt is None:
@@ -63,7 +66,10 @@ def fresh_scores(ctx: Context, s: Series) -> pd.DataFrame:
         # ensemble (the cells of a pack share the run folder and the seeds; the key names the member).
         members = t.members or (list(range(len(t.seeds))) if len(t.seeds) > 1 else [None])
         for member, seed in zip(members, t.seeds, strict=True):
-            key = f"{t.run_dir}#{seed}#{games}" if member is None else f"{t.run_dir}#member{member}#{seed}#{games}"
+            where = f"{t.run_dir}#{seed}#{games}" if member is None else f"{t.run_dir}#member{member}#{seed}#{games}"
+            key = f"{where}#{digests.setdefault(ckpt, file_sha256(ckpt))}"
+            for stale in [k for k in cache if k.rpartition("#")[0] == where and k != key]:
+                del cache[stale]  # the same member's entry for other weights
             if key not in cache:
                 try:
                     agent = agent_from_checkpoint(ckpt, None if member is None else str(member))

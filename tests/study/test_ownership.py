@@ -1,0 +1,150 @@
+"""A study folder is its own and the user's: ``study run --force`` deletes only what the study's
+sessions wrote (a killed one's too), every file the user put in any of its folders stays, named in a
+line; one session writes into a folder at a time."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from yahtzee_lightning.manifest import Manifest
+from yahtzee_lightning.study import runner
+from yahtzee_lightning.study.spec import StudyError, load_study
+
+ROOT = Path(__file__).resolve().parents[2]
+
+OURS = [
+    "runs/c0/seed0/final.json",
+    "runs/c0/seed0/history.jsonl",
+    "runs/c0/seed0/checkpoints/last.ckpt",
+    "runs/c0/seed0/lightning_logs/version_0/metrics.csv",
+    "ray/cells-1234/experiment_state.json",
+    "ray/cells-1234/c0-s0/result.json",
+    "results.csv",
+    "sessions.jsonl",
+]
+MINE = [
+    "notes.txt",
+    "runs/README_mine.txt",
+    "runs/c0/mine.txt",
+    "runs/c0/seed0/mine.txt",
+    "runs/c0/seed0/checkpoints/mine.txt",
+    "runs/c0/seed0/lightning_logs/mine.txt",
+    "ray/mine/keep.txt",
+    "ray/cells-1234/mine.txt",
+    "report/my_notes.md",
+]
+
+
+def _study(tmp_path: Path):
+    spec = {
+        "name": "s",
+        "base": str(ROOT / "conf" / "a2c_cpu.yaml"),
+        "seeds": [0],
+        "profiles": {"smoke": {"set": {"model.init_args.total_games": 128}}},
+        "ablations": {"width": {"axes": {"model.init_args.d_h": [8]}}},
+        "exhibits": {"F7": "width"},
+    }
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return load_study(path)
+
+
+def _session(writes: list[str], killed: bool = False):
+    """A stand-in for the trials of a session (Ray, Lightning, the trial): files written into the folder."""
+
+    def run(study, out, address, cpus, force, command, retries):
+        runner.prepare_folder(study, out, force)
+        for name in writes:
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            (out / name).write_text(f"written by a session: {name}")
+        if killed:  # the process dies here: nothing after this line runs, its manifest's session stays open
+            runner._MANIFEST.beat(skip=[runner.REPORT], every_s=0)
+            raise KeyboardInterrupt
+        return 0
+
+    return run
+
+
+def _plant(out: Path) -> None:
+    for name in MINE:
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text("mine")
+        later = time.time() + 30  # the user's files come later than the session's last heartbeat
+        os.utime(out / name, (later, later))
+
+
+@pytest.mark.parametrize("killed", [False, True])
+def test_force_deletes_only_what_the_study_wrote(tmp_path, monkeypatch, capsys, killed):
+    study, out = _study(tmp_path), tmp_path / "out"
+    monkeypatch.setattr(runner, "_run_study", _session(OURS, killed))
+    if killed:
+        monkeypatch.setattr(Manifest, "end_session", lambda self, skip=(): None)  # killed: no end
+        with pytest.raises(KeyboardInterrupt):
+            runner.run_study(study, out)
+        monkeypatch.undo()
+    else:
+        assert runner.run_study(study, out) == 0
+    monkeypatch.setattr(runner, "_run_study", _session([]))
+    # a report, and its caches in the study folder
+    (out / "report").mkdir(exist_ok=True)
+    for name in ("report/index.md", "report/F7.png", "fresh.json", "reference.json"):
+        (out / name).write_text("report")
+    Manifest.read(out / "report").add(["index.md", "F7.png"])
+    Manifest.read(out).add(["fresh.json", "reference.json"])
+    _plant(out)
+    capsys.readouterr()
+    assert runner.run_study(study, out, force=True) == 0
+    err = capsys.readouterr().err
+    for name in MINE:
+        assert (out / name).read_text() == "mine", name
+        assert f"kept {out / name}" in err, name
+    for name in [*OURS, "report/index.md", "report/F7.png", "fresh.json", "reference.json"]:
+        assert not (out / name).exists(), name
+    assert not (out / "ray" / "cells-1234" / "c0-s0").exists()  # a folder of ours left empty goes too
+    assert json.loads((out / "study.json").read_text())["study"]["name"] == "s"
+
+
+def test_force_on_a_study_written_before_manifests_deletes_nothing(tmp_path):
+    study, out = _study(tmp_path), tmp_path / "out"
+    runner.prepare_folder(study, out, force=False)
+    (out / "manifest.json").unlink()
+    (out / "runs").mkdir()
+    (out / "runs" / "final.json").write_text("old")
+    with pytest.raises(StudyError, match="written before manifests or edited since.*nothing deleted"):
+        runner.prepare_folder(study, out, force=True)
+    assert (out / "runs" / "final.json").read_text() == "old"
+
+
+HOLD = """
+import sys, time
+from yahtzee_lightning.manifest import folder_lock
+with folder_lock(sys.argv[1], "yahtzee-lightning study run other.yaml"):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_one_session_writes_into_a_study_folder_and_a_killed_one_does_not_block(tmp_path):
+    study, out = _study(tmp_path), tmp_path / "out"
+    other = subprocess.Popen([sys.executable, "-c", HOLD, str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline().strip() == "held"
+        with pytest.raises(StudyError) as e:
+            runner.run_study(study, out)
+        message = str(e.value)
+        assert "\n" not in message and f"pid {other.pid}" in message and "study run other.yaml" in message
+        assert not (out / "study.json").exists()
+    finally:
+        other.kill()
+        other.wait()
+    runner.prepare_folder(study, out, force=False)  # the killed holder's lock is gone with it
+    from yahtzee_lightning.manifest import folder_lock
+
+    with folder_lock(out, "a test"):
+        pass
