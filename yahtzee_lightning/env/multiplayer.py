@@ -198,7 +198,7 @@ class MultiPlayerYahtzeeEnv(YahtzeeEnv):
     def _learner_obs(self) -> TensorDict:
         td, own, legal = self._view(self._seat)
         self._state = own
-        self._observe(own, legal)  # keeps the action spec's masks in step with the learner
+        self._box_spec.update_mask(legal)  # the action spec's mask follows the learner
         return td
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:

@@ -24,6 +24,48 @@ def _choice(name: str, value: str, options: tuple[str, ...]) -> str:
     return value
 
 
+class LegalCategorical(Categorical):
+    """TorchRL's ``Categorical`` spec whose ``mask`` is the live set of legal actions, shared by its clones.
+
+    TorchRL's ``RandomPolicy`` (and so ``Collector(env, policy=None)``) samples from a clone of the
+    env's action spec taken once, when it is made; a plain ``Categorical``'s clone keeps a copy of
+    the mask of that moment, and plays filled boxes a step later. Here :meth:`update_mask` writes
+    into one mask tensor in place and :meth:`clone` shares that tensor, so every clone (the env's,
+    a policy's, a ``TransformedEnv``'s, which TorchRL's ``ActionMask`` transform updates) samples
+    what is legal now. A row with no legal action (a finished game, whose action is never used)
+    samples any. ``to(device)`` gives an unshared all-legal spec, as TorchRL's ``Categorical`` drops
+    its mask there.
+    """
+
+    def __init__(
+        self,
+        n: int,
+        shape: torch.Size | tuple[int, ...] | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype = torch.int64,
+        mask: torch.Tensor | None = None,
+    ) -> None:
+        super().__init__(n, shape=shape, device=device, dtype=dtype, mask=mask)
+
+    def update_mask(self, mask: torch.Tensor | None) -> None:
+        """Write ``mask`` (None: everything legal) into the shared mask, in place: no new tensor, no sync."""
+        current = getattr(self, "mask", None)
+        if current is None:  # from __init__: the one tensor every clone will share
+            super().update_mask(torch.ones(*self.shape, self.n, dtype=torch.bool, device=self.device))
+            self.mask = self.mask.clone()  # a buffer of its own, not an expanded view
+            current = self.mask
+        if mask is None:
+            current.fill_(True)
+            return
+        mask = torch.as_tensor(mask, dtype=torch.bool, device=current.device)
+        current.copy_(mask | ~mask.any(-1, keepdim=True))
+
+    def clone(self) -> LegalCategorical:
+        out = self.__class__(n=self.space.n, shape=self.shape, device=self.device, dtype=self.dtype)
+        out.mask = self.mask  # shared: the clone follows the game
+        return out
+
+
 def observe(
     state: GameState,
     box_mask: torch.Tensor,
@@ -61,8 +103,11 @@ class YahtzeeEnv(EnvBase):
     Each step is one decision: the keep choice while ``roll < 2``, the box when ``roll == 2``;
     the action TensorDict carries both and the env uses the one the roll index calls for.
     Observations are the raw state plus legal-action masks; features for networks come from
-    :mod:`yahtzee_lightning.env.features`. The action spec's masks follow the state, so
-    ``env.rand_step()`` and ``env.rollout(n)`` without a policy only take legal actions.
+    :mod:`yahtzee_lightning.env.features`. The action spec's masks follow the state
+    (:class:`LegalCategorical`), so ``env.rand_action``, ``env.rollout(n)`` without a policy,
+    TorchRL's ``RandomPolicy(env.action_spec)`` and ``Collector(env, policy=None)`` only take legal
+    actions; ``keep_mask`` and ``box_mask`` serve TorchRL's ``ActionMask`` transform and
+    ``MaskedCategorical`` as they are.
 
     Args:
         num_envs: games in the batch (>= 1).
@@ -140,14 +185,12 @@ class YahtzeeEnv(EnvBase):
             shape=n,
             device=dev,
         )
-        if self.keep_format == "pattern":
-            ones = torch.ones(*n, N_KEEPS, dtype=torch.bool, device=dev)
-            keep_spec = Categorical(N_KEEPS, shape=n, dtype=long, device=dev, mask=ones)
+        if self.keep_format == "pattern":  # every keep is always legal: a mask, all True, as TorchRL's tools expect
+            keep_spec = LegalCategorical(N_KEEPS, shape=n, dtype=long, device=dev)
         else:
             keep_spec = Binary(N_DICE, shape=(*n, N_DICE), dtype=torch.bool, device=dev)
-        box_spec = Categorical(
-            N_BOXES, shape=n, dtype=long, device=dev, mask=torch.ones(*n, N_BOXES, dtype=torch.bool, device=dev)
-        )
+        box_spec = LegalCategorical(N_BOXES, shape=n, dtype=long, device=dev)
+        self._box_spec = box_spec  # its mask follows the games (_observe)
         self.action_spec = Composite(
             {K.ACTION: Composite(keep=keep_spec, box=box_spec, shape=n, device=dev)}, shape=n, device=dev
         )
@@ -170,10 +213,8 @@ class YahtzeeEnv(EnvBase):
 
     def _observe(self, state: GameState, box_mask: torch.Tensor, score: torch.Tensor | None = None) -> TensorDict:
         """The observation of ``state``; the action spec's box mask follows it (keeps are always legal)."""
-        td = observe(state, box_mask, score, self._keep_mask)
-        # A finished game has no legal box; its action is never used, so let the spec sample any.
-        self.action_spec[K.ACTION, "box"].update_mask(box_mask | ~box_mask.any(-1, keepdim=True))
-        return td
+        self._box_spec.update_mask(box_mask)
+        return observe(state, box_mask, score, self._keep_mask)
 
     @property
     def state(self) -> GameState:
