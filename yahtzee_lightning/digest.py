@@ -39,6 +39,29 @@ def _update(h: Any, name: str, value: Any) -> None:
             _update(h, f"{name}/{i}", v)
 
 
+def _update_state(h: Any, name: str, value: Any) -> None:
+    """As :func:`_update`, plain values too (an optimiser's step count and learning rate, a loop's counters)."""
+    if isinstance(value, torch.Tensor | Mapping | list | tuple):
+        if isinstance(value, Mapping):
+            for k in sorted(value, key=str):
+                _update_state(h, f"{name}/{k}", value[k])
+        elif isinstance(value, list | tuple):
+            for i, v in enumerate(value):
+                _update_state(h, f"{name}/{i}", v)
+        else:
+            _update(h, name, value)
+    else:
+        h.update(f"{name}={type(value).__name__}:{value!r}|".encode())
+
+
+def state_sha256(state: Any) -> str:
+    """The sha256 of a saved training state (optimiser, schedule, loops, callbacks): its tensors as
+    :func:`tensors_sha256` digests them, and its plain values (numbers, strings) by type and value."""
+    h = hashlib.sha256()
+    _update_state(h, "", state)
+    return h.hexdigest()
+
+
 def tensors_sha256(tensors: Any) -> str:
     """The sha256 of every tensor in ``tensors`` (a mapping, nested mappings and lists: by path)."""
     h = hashlib.sha256()

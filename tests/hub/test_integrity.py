@@ -310,3 +310,49 @@ def test_a_damaged_or_edited_ensemble_checkpoint_is_refused_naming_the_file_and_
         capsys, tmp_path / "folder.ckpt", tmp_path / "a", "0"
     )
     assert main(["export", str(ckpt), str(tmp_path / "best"), "--games", "0", "--member", "best"]) == 0
+
+
+def test_a_damaged_optimizer_state_or_loop_counter_is_refused_by_resume_and_export(tmp_path, capsys):
+    """The checkpoint's sha256s cover everything a resume restores, not only the weights: an edited
+    optimiser state, schedule or loop counter is named; a NaN in the optimiser's state is refused even
+    in a checkpoint written before those sha256s."""
+    from yahtzee_lightning.algorithms.resume import PARTS_DIGEST, ResumeError, resolve_ckpt_path
+
+    ckpt = _checkpoint(tmp_path)
+    intact = torch.load(ckpt, map_location="cpu", weights_only=True)
+    assert set(intact["yahtzee_lightning"][PARTS_DIGEST]) >= {"optimizer_states", "loops", "callbacks", "epoch"}
+    resolve_ckpt_path(str(ckpt), None)  # intact: resumes
+
+    def nan_in_adam(state):
+        param = next(iter(state["optimizer_states"][0]["state"].values()))
+        param["exp_avg"].view(-1)[0] = float("nan")
+
+    def more_steps(state):
+        state["global_step"] += 5
+
+    def lr(state):
+        state["optimizer_states"][0]["param_groups"][0]["lr"] *= 10
+
+    for change, message in (
+        (nan_in_adam, r"optimizer state \(optimizer_states\) does not match its sha256"),
+        (more_steps, r"global step \(global_step\) does not match its sha256"),
+        (lr, r"optimizer state \(optimizer_states\) does not match its sha256"),
+    ):
+        state = torch.load(ckpt, map_location="cpu", weights_only=True)
+        change(state)
+        bad = tmp_path / "bad.ckpt"
+        torch.save(state, bad)
+        with pytest.raises(ResumeError, match=f"bad.ckpt: the checkpoint is damaged .*{message}"):
+            resolve_ckpt_path(str(bad), None)
+        with pytest.raises(SystemExit):
+            main(["export", str(bad), str(tmp_path / "agent"), "--games", "0"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert "bad.ckpt" in err[-1] and "does not match its sha256" in err[-1]
+    # written before these sha256s: the NaN alone tells, named with its optimiser and parameter
+    state = torch.load(ckpt, map_location="cpu", weights_only=True)
+    nan_in_adam(state)
+    for key in (PARTS_DIGEST, "record_sha256"):
+        del state["yahtzee_lightning"][key]
+    torch.save(state, tmp_path / "old.ckpt")
+    with pytest.raises(ResumeError, match=r"old.ckpt: .*optimizer state is not finite \(NaN or inf\): optimizer 0"):
+        resolve_ckpt_path(str(tmp_path / "old.ckpt"), None)

@@ -10,6 +10,7 @@ dropped, so it is refused, naming it.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 import lightning as L
 import torch
 
-from ..digest import DIGEST_KEY, nonfinite, record_sha256, tensors_sha256
+from ..digest import DIGEST_KEY, nonfinite, record_sha256, state_sha256, tensors_sha256
 
 log = logging.getLogger(__name__)
 _WARNED: set[tuple[str, str]] = set()  # (file, what): an old checkpoint read once per member warns once
@@ -43,6 +44,18 @@ class ResumeError(ValueError):
 #: members with their settings and last scores, which ``export --member best`` picks by) keeps its own
 #: sha256, and an ensemble's checkpoint the sha256 of each member's weights (to name a damaged one).
 RECORD_DIGEST, MEMBERS_DIGEST = "record_sha256", "members_sha256"
+#: What a resume restores besides the weights, each with its sha256 under ``PARTS_DIGEST`` (by the
+#: Lightning checkpoint's key), and how a refusal names it.
+PARTS = {
+    "optimizer_states": "optimizer state",
+    "lr_schedulers": "learning-rate schedule state",
+    "loops": "loop counters",
+    "epoch": "epoch",
+    "global_step": "global step",
+    "callbacks": "callbacks' state",
+    "hyper_parameters": "hyperparameters",
+}
+PARTS_DIGEST = "parts_sha256"
 
 
 def _member_states(state: dict[str, Any]) -> dict[int, dict[str, Any]]:
@@ -57,11 +70,14 @@ def _member_states(state: dict[str, Any]) -> dict[int, dict[str, Any]]:
 
 
 def checkpoint_digest(checkpoint: dict[str, Any]) -> None:
-    """Record the sha256 of the checkpoint's weights (each member's too, in an ensemble) and of its
-    record in it (``on_save_checkpoint``), for :func:`checkpoint_problem` to check when it is
-    resumed, exported or started from."""
+    """Record the sha256 of the checkpoint's weights (each member's too, in an ensemble), of every
+    other part a resume restores (``PARTS``: optimiser, schedule, loops, callbacks, hyperparameters)
+    and of its record in it (``on_save_checkpoint``), for :func:`checkpoint_problem` to check when it
+    is resumed, exported or started from."""
     info = checkpoint.setdefault("yahtzee_lightning", {})
     info[DIGEST_KEY] = tensors_sha256(checkpoint["state_dict"])
+    # The module's hook runs last in Lightning's dump: every part below is already in the checkpoint.
+    info[PARTS_DIGEST] = {part: state_sha256(checkpoint[part]) for part in PARTS if part in checkpoint}
     if members := _member_states(checkpoint["state_dict"]):
         info[MEMBERS_DIGEST] = {str(k): tensors_sha256(s) for k, s in sorted(members.items())}
     info[RECORD_DIGEST] = record_sha256({k: v for k, v in info.items() if k != RECORD_DIGEST})
@@ -98,6 +114,33 @@ def checkpoint_problem(ckpt: Any, path: str | Path) -> str | None:
         return f"{what} does not match its sha256 (damaged or edited)"
     if bad := nonfinite({k: v for k, v in state.items() if isinstance(v, torch.Tensor)}):
         return f"weights that are not finite (NaN or inf) in {_by_member(bad)}"
+    return parts_problem(ckpt, info, path)
+
+
+def parts_problem(ckpt: dict[str, Any], info: dict[str, Any], path: str | Path) -> str | None:
+    """Why the parts of a checkpoint besides its weights cannot be trusted: one that does not match
+    its sha256, or an optimiser state that is not finite; None if none."""
+    saved = info.get(PARTS_DIGEST)
+    if saved is None:
+        if info.get(DIGEST_KEY) is not None and "optimizer_states" in ckpt:
+            _warn_once(path, "optimizer state and loop counters (written before it)")
+    elif not isinstance(saved, dict):
+        return "its record of sha256s is not a mapping (the file is damaged)"
+    else:
+        for part, what in PARTS.items():
+            if part in saved and (part not in ckpt or state_sha256(ckpt[part]) != saved[part]):
+                return f"its {what} ({part}) does not match its sha256 (damaged or edited)"
+    for i, opt in enumerate(ckpt.get("optimizer_states") or []):
+        states = opt.get("state", {}) if isinstance(opt, dict) else {}
+        for param, entries in sorted(states.items(), key=lambda kv: str(kv[0])):
+            if isinstance(entries, dict) and (
+                bad := nonfinite({k: v for k, v in entries.items() if isinstance(v, torch.Tensor)})
+            ):
+                return f"its optimizer state is not finite (NaN or inf): optimizer {i}, parameter {param}, {bad}"
+        for group in opt.get("param_groups", []) if isinstance(opt, dict) else []:
+            lr = group.get("lr") if isinstance(group, dict) else None
+            if isinstance(lr, float) and not math.isfinite(lr):
+                return f"its optimizer state is not finite: optimizer {i}'s learning rate is {lr}"
     return None
 
 
