@@ -104,4 +104,6 @@ def describe(study) -> str:
             text = ", ".join(f"{k}={v}" for k, v in labels.items())
             lines.append(f"    {cell_id} {text}  [{c.algorithm}, {c.task}, {c.total_games:,} games]")
     lines.append("exhibits: " + ", ".join(study.exhibits))
+    for h in study.hypotheses.values():  # the confirmatory tests, as the study file writes them down
+        lines.append(f"hypothesis {h.id}: {h.compare[0]} {h.direction} than {h.compare[1]} ({h.statistic} {h.metric})")
     return "\n".join(lines)

@@ -133,7 +133,7 @@ def pack_trials(study: Study, trials: list[Trial], pool: str) -> list[Trial]:
             s = _Settings(study.cells[t.cell])
             if s.cls is not None:
                 groups.setdefault(s.key(), []).append((t, s))
-    for group in groups.values():
+    for group in (part for g in groups.values() for part in _split(g, study.members_per_trial)):
         if len(group) < 2:
             continue
         varying = sorted({k for _, s in group for k in s.own if len({repr(g.value(k)) for _, g in group}) > 1})
@@ -145,6 +145,19 @@ def pack_trials(study: Study, trials: list[Trial], pool: str) -> list[Trial]:
             t.carries = [{"seed": seed, **{k: s.value(k) for k in varying}} for seed in t.seeds]
             n += len(t.seeds)
     return trials
+
+
+def _split(group: list[tuple[Trial, _Settings]], most: int) -> list[list[tuple[Trial, _Settings]]]:
+    """A group of trials that may share an ensemble, as packs of at most ``most`` members (0: one pack),
+    in order: a study with fewer, larger packs than cores leaves cores idle."""
+    if not most:
+        return [group]
+    packs: list[list[tuple[Trial, _Settings]]] = [[]]
+    for t, s in group:
+        if packs[-1] and sum(len(u.seeds) for u, _ in packs[-1]) + len(t.seeds) > most:
+            packs.append([])
+        packs[-1].append((t, s))
+    return packs
 
 
 def ensemble_of(pack: list[Trial]) -> list[dict[str, Any]]:

@@ -48,7 +48,8 @@ def seeds_per_trial(study: Study, cell: Cell, seeds: list[int], scheduled: bool 
     """
     if scheduled or study.seeds_as == "runs" or (study.seeds_as == "auto" and not cell.accepts_ensemble):
         return [[s] for s in seeds]
-    return [list(seeds)]
+    n = study.members_per_trial or len(seeds)  # a study's limit: its packs spread over the cores
+    return [list(seeds[i : i + n]) for i in range(0, len(seeds), n)]
 
 
 def plan_trials(study: Study) -> list[Trial]:
