@@ -3,6 +3,7 @@
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -144,6 +145,7 @@ def test_trainer_overrides_budget_epochs_and_a_terminal_only_bar(monkeypatch):
 
     from yahtzee_lightning.algorithms import Reinforce
     from yahtzee_lightning.algorithms.cli import ProgressBarOnStderr, trainer_overrides
+    from yahtzee_lightning.algorithms.progress_lines import FitProgressLines
 
     class Terminal(io.StringIO):
         def isatty(self):
@@ -156,8 +158,19 @@ def test_trainer_overrides_budget_epochs_and_a_terminal_only_bar(monkeypatch):
     assert [type(c) for c in ours["callbacks"]] == [ProgressBarOnStderr]
     assert trainer_overrides(model, {"max_epochs": 2, "enable_progress_bar": False}) == {}  # asked for: kept
     assert "max_epochs" not in trainer_overrides(L.LightningModule(), {"max_epochs": None})  # not ours: no budget
-    monkeypatch.setattr("sys.stderr", io.StringIO())  # not a terminal: no bar
-    assert trainer_overrides(model, {"max_epochs": 2})["enable_progress_bar"] is False
+    monkeypatch.setattr("sys.stderr", io.StringIO())  # not a terminal: progress lines, not a bar
+    piped = trainer_overrides(model, {"max_epochs": 2})
+    assert piped["enable_progress_bar"] is False and [type(c) for c in piped["callbacks"]] == [FitProgressLines]
+
+
+def test_fit_prints_progress_lines_when_not_on_a_terminal(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("YAHTZEE_LIGHTNING_PROGRESS_SECONDS", "0")  # a line every update
+    assert _fit(tmp_path, "reinforce.yaml", "--trainer.enable_progress_bar=true") == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("fit: ")]
+    counts = [int(re.match(r"fit: (\d+)/48 games", line)[1]) for line in lines]
+    assert counts == [8, 16, 24, 32, 40, 48], lines  # every update's games; the last line when it ends
+    assert re.search(r"games/s, \d+s left$", lines[0]) and "eval score" in lines[-1], lines
 
 
 def _warned(recwarn, *fragments: str) -> list[str]:

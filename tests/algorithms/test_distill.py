@@ -70,8 +70,8 @@ def test_loss_is_zero_regret_for_the_teacher_and_positive_for_a_uniform_policy()
             super().__init__()
             self.net = net
 
-        def forward(self, obs):
-            _, box_logits, value = self.net(obs)
+        def forward(self, obs, features=None):
+            _, box_logits, value = self.net(obs, features)
             roll = torch.full((len(obs), 32), -1e4).scatter(1, keep_best.unsqueeze(1), 1e4)
             box = torch.full((len(obs), 13), -1e4).scatter(1, box_best.unsqueeze(1), 1e4)
             return roll, box.masked_fill(~obs[K.BOX_MASK], float("-inf")), value

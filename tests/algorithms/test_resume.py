@@ -81,6 +81,33 @@ def test_a_run_resumed_with_another_budget_stops_at_that_budget(tmp_path):
     assert int(_load(run / "checkpoints" / "version_0" / "last.ckpt")["state_dict"]["updates_done"]) == 20
 
 
+def test_a_finished_run_resumed_with_a_larger_budget_trains_on_to_it(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert _fit(run) == 0  # 6 updates in 3 intervals: finished
+    last = run / "checkpoints" / "version_0" / "last.ckpt"
+    assert int(_load(last)["state_dict"]["updates_done"]) == 6
+    capsys.readouterr()
+    assert _fit(run, "--model.init_args.total_games=96", "--ckpt_path=last") == 0  # same intervals, twice the games
+    assert int(_load(last)["state_dict"]["updates_done"]) == 12
+    printed = [
+        line.split(": ", 1)[1] for line in capsys.readouterr().out.splitlines() if line.startswith("checkpoint: ")
+    ]
+    assert printed and all((tmp_path / p).is_file() for p in printed)
+
+
+def test_no_checkpoint_path_is_printed_that_does_not_exist(tmp_path):
+    from types import SimpleNamespace
+
+    from yahtzee_lightning.algorithms.cli import next_steps
+
+    gone = SimpleNamespace(last_model_path=str(tmp_path / "moved" / "last.ckpt"), best_model_path="", dirpath=None)
+    assert next_steps(SimpleNamespace(checkpoint_callback=gone), None) == ""
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "last.ckpt").write_bytes(b"x")
+    moved = SimpleNamespace(last_model_path=gone.last_model_path, best_model_path="", dirpath=str(tmp_path / "here"))
+    assert next_steps(SimpleNamespace(checkpoint_callback=moved), None).startswith("checkpoint: here/last.ckpt")
+
+
 def test_a_damaged_last_ckpt_falls_back_and_a_moved_run_keeps_its_last_ckpt(tmp_path, caplog, capsys):
     assert _fit(tmp_path / "a", "--trainer.max_epochs=1") == 0
     shutil.move(tmp_path / "a", tmp_path / "b")  # the run folder moves

@@ -6,6 +6,8 @@
   ``train_time_interval`` is ignored under manual optimisation, which every algorithm here uses.)
 * A run folder moved elsewhere and resumed keeps writing its ``last.ckpt`` (ModelCheckpoint
   would leave it stale and write ``last-v1.ckpt``, since the saved absolute path no longer matches).
+* A run resumed with a larger budget (``total_games``) than it was saved with trains on to it, also
+  when the saved run had finished: its epochs are raised before Lightning decides the run is done.
 * ``runs_apart`` (on by default): ``fit`` puts each run of a config in a folder of its own,
   ``DIRPATH/version_K`` (K: the version its logs start under), and ``--ckpt_path last`` resumes the
   newest run in its folder, instead of a second run writing ``last-v1.ckpt`` beside the first
@@ -16,6 +18,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import time
 from typing import Any
@@ -51,6 +54,10 @@ class RunCheckpoint(ModelCheckpoint):
             self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
             self._last_timed_save = time.monotonic()
 
+    def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict[str, Any]) -> None:
+        super().on_load_checkpoint(trainer, pl_module, checkpoint)
+        extend_to_budget(trainer, pl_module, checkpoint)
+
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         super().load_state_dict(state_dict)
         if self.dirpath and not self.last_model_path and self.save_last:  # the folder moved: this one's last.ckpt
@@ -67,3 +74,19 @@ def is_run_checkpoint(class_path: str) -> bool:
     except (ImportError, AttributeError):
         return False
     return isinstance(cls, type) and issubclass(cls, RunCheckpoint)
+
+
+def extend_to_budget(trainer: L.Trainer, module: L.LightningModule, checkpoint: dict[str, Any]) -> None:
+    """Give a resumed run enough epochs for what its budget has left (Lightning would otherwise end a
+    run saved at its old last epoch at once, "max_epochs reached", before any hook of the module runs).
+    An epoch count asked for on the command line (``trainer.max_epochs``) is kept."""
+    total, per_epoch = getattr(module, "total_updates", None), getattr(module, "updates_per_epoch", None)
+    if not isinstance(total, int) or not isinstance(per_epoch, int) or getattr(module, "_epochs_asked", True):
+        return
+    done = int(checkpoint.get("state_dict", {}).get("updates_done", 0))
+    try:
+        epochs = int(checkpoint["loops"]["fit_loop"]["epoch_progress"]["current"]["processed"])
+    except (KeyError, TypeError, ValueError):
+        return
+    if (left := total - done) > 0 and trainer.fit_loop.max_epochs is not None:
+        trainer.fit_loop.max_epochs = max(trainer.fit_loop.max_epochs, epochs + math.ceil(left / per_epoch))

@@ -27,6 +27,7 @@ from lightning.pytorch.cli import LightningCLI
 
 from . import resume
 from .checkpoint import is_run_checkpoint
+from .progress_lines import FitProgressLines
 
 # Loggers (CSV + TensorBoard) and checkpointing (every epoch = every evaluation interval, plus
 # ``last.ckpt`` every few minutes for ``--ckpt_path last``: ``RunCheckpoint``) are set in each YAML under conf/.
@@ -56,8 +57,8 @@ def trainer_overrides(model: Any, trainer_config: dict[str, Any]) -> dict[str, A
 
     * ``max_epochs``: an algorithm of ours derives it from its budget (``total_games``,
       ``evaluations``) in ``setup``; Lightning would otherwise announce a default of 1000.
-    * the progress bar: on stderr with a total, an ETA and the epoch count, and only on a
-      terminal (logs and CI get none).
+    * the progress bar: on stderr with a total, an ETA and the epoch count, on a terminal;
+      elsewhere (logs, CI, nohup, SLURM) a progress line every interval (:class:`FitProgressLines`).
     """
     from .base import OnPolicyAlgorithm
 
@@ -68,8 +69,10 @@ def trainer_overrides(model: Any, trainer_config: dict[str, Any]) -> dict[str, A
     callbacks = callbacks if isinstance(callbacks, list) else [callbacks]
     if trainer_config.get("enable_progress_bar", True) is False:
         return out
-    if not sys.stderr.isatty():
+    if not sys.stderr.isatty():  # a log file or a pipe: a progress line every interval, not a bar
         out["enable_progress_bar"] = False
+        if not any(isinstance(c, FitProgressLines) for c in callbacks):
+            out["callbacks"] = [*callbacks, FitProgressLines()]
     elif not any(isinstance(c, ProgressBar) for c in callbacks):
         out["callbacks"] = [*callbacks, ProgressBarOnStderr()]
     return out
@@ -145,7 +148,12 @@ def next_steps(trainer: L.Trainer, model: Any) -> str:
     from ..nn import PolicyValueNet
 
     ckpt = trainer.checkpoint_callback
-    path = ckpt and (ckpt.last_model_path or ckpt.best_model_path)
+    # A path the callback remembers but that is not there (a resumed run that wrote nothing, its
+    # folder moved) is never printed: the newest checkpoint file there is, or nothing.
+    found = [p for p in (ckpt.last_model_path, ckpt.best_model_path) if p and Path(p).is_file()] if ckpt else []
+    path = found[0] if found else None
+    if path is None and ckpt and ckpt.dirpath and (last := Path(ckpt.dirpath) / "last.ckpt").is_file():
+        path = str(last)
     if not path:
         return ""
     with contextlib.suppress(ValueError):  # as typed from the run's folder, where possible

@@ -11,7 +11,7 @@ from tensordict import TensorDictBase
 
 from ..env import keys as K
 from ..game.rules import N_ROLLS
-from ..nn import distribution, eval_mode
+from ..nn import carried, distribution, eval_mode
 from ..solver import TurnOracle, choice_regret, load_or_solve
 from .policy_gradient import masked_mean
 
@@ -38,7 +38,7 @@ class Diagnosis:
         sample = batch[: h.diagnose_games].reshape(-1)
         keep_values, box_values = self.make_oracle().action_values(sample[K.DICE], sample[K.ROLL], sample[K.CARD])
         with eval_mode(self.net):
-            keep, box = distribution(self.net, sample)[0].mode
+            keep, box = distribution(self.net, sample, carried(sample))[0].mode
         regret = choice_regret(keep_values, box_values, sample[K.ROLL], keep, box)
         rolling = sample[K.ROLL] < N_ROLLS - 1
         return {

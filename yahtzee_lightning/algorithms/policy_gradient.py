@@ -15,7 +15,7 @@ from torchrl.objectives.value.functional import generalized_advantage_estimate
 
 from ..env import keys as K
 from ..metrics import approx_kl, explained_variance
-from ..nn import VALUE, distribution, eval_mode
+from ..nn import VALUE, carried, distribution, eval_mode
 
 
 def masked_mean(x: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
@@ -43,7 +43,7 @@ class PolicyGradient:
         Each head's entropy is averaged over the steps where that head acts. ``dist_value``: the
         network's ``(distribution, value)`` on ``obs`` when the caller has it already.
         """
-        dist, value = dist_value or distribution(self.net, obs)
+        dist, value = dist_value or distribution(self.net, obs, carried(obs))
         log_prob = dist.log_prob(obs[K.KEEP], obs[K.BOX])
         rolling = dist.rolling
         ent_keep = (dist.keep_entropy() * rolling).sum() / rolling.sum().clamp(min=1)
@@ -148,5 +148,5 @@ class PolicyGradient:
     def policy_drift(self, obs: TensorDictBase, old_log_prob: torch.Tensor) -> torch.Tensor:
         """Approximate KL between the policy that collected ``obs`` and the updated one."""
         with eval_mode(self.net):
-            dist, _ = distribution(self.net, obs)
+            dist, _ = distribution(self.net, obs, carried(obs))
         return approx_kl(old_log_prob, dist.log_prob(obs[K.KEEP], obs[K.BOX]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
-from ..nn import LOG_PROB, TurnDistribution, distribution
+from ..nn import LOG_PROB, TurnDistribution, carried, distribution
 from .base import OnPolicyAlgorithm
 
 
@@ -92,7 +92,7 @@ class PPO(OnPolicyAlgorithm):
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
         """The loss terms of one minibatch (with ``advantage`` and ``returns``), its ratios and values."""
         h = self.hparams
-        dist, value = distribution(self.net, mb)
+        dist, value = distribution(self.net, mb, carried(mb))
         log_prob, value, ent_keep, ent_box = self.evaluate_actions(mb, (dist, value))
         adv = self.normalize(mb["advantage"])
         ratio = (log_prob - mb[LOG_PROB]).exp()

@@ -9,6 +9,7 @@ code that wants a flat vector from the env itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import torch
@@ -46,8 +47,27 @@ def register_feature(name: str, size: int, doc: str) -> Callable[[FeatureFn], Fe
     return wrap
 
 
+#: Within one :func:`encode` call, what several features read of the same state (the dice's index
+#: among the 252 multisets, their face counts), computed once: features are computed once per
+#: collection step, on the training's hot path.
+_SHARED: ContextVar[dict[str, torch.Tensor] | None] = ContextVar("yahtzee_feature_shared", default=None)
+
+
+def _shared(name: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
+    shared = _SHARED.get()
+    if shared is None:
+        return compute()
+    if name not in shared:
+        shared[name] = compute()
+    return shared[name]
+
+
+def _dice_index(td: TensorDictBase) -> torch.Tensor:
+    return _shared("dice_index", lambda: dice_index(td[K.DICE]))
+
+
 def _counts(td: TensorDictBase) -> torch.Tensor:
-    return tables(td.device).counts[dice_index(td[K.DICE])]
+    return _shared("counts", lambda: tables(td.device).counts[_dice_index(td)])
 
 
 @register_feature("dice_onehot", N_DICE * N_FACES, "5x6 one-hot of the sorted dice")
@@ -104,7 +124,7 @@ def upper_lockin(td: TensorDictBase, rules: Rules) -> torch.Tensor:
 
 @register_feature("potentials", N_BOXES, "score each legal box would give now / 50")
 def potentials(td: TensorDictBase, rules: Rules) -> torch.Tensor:
-    scores, _, _ = box_options(dice_index(td[K.DICE]), td[K.CARD], rules)
+    scores, _, _ = box_options(_dice_index(td), td[K.CARD], rules)
     return scores.float() / 50.0
 
 
@@ -175,7 +195,11 @@ def feature_size(names: str | Sequence[str]) -> int:
 
 def encode(td: TensorDictBase, names: str | Sequence[str], rules: Rules) -> torch.Tensor:
     """The named features of the raw state, concatenated ``(..., feature_size(names))``."""
-    return torch.cat([FEATURES[n].fn(td, rules) for n in resolve_features(names)], -1)
+    token = _SHARED.set({})  # what the features share of this state, for this call only
+    try:
+        return torch.cat([FEATURES[n].fn(td, rules) for n in resolve_features(names)], -1)
+    finally:
+        _SHARED.reset(token)
 
 
 class FeatureTransform(Transform):

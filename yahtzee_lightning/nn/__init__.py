@@ -2,11 +2,13 @@
 
 from .network import DICE_ENCODERS, ROLL_HEADS, PolicyValueNet, transfer_weights
 from .policy import (
+    FEATURES,
     LOG_PROB,
     VALUE,
     NetworkHeads,
     PolicyModule,
     TurnDistribution,
+    carried,
     distribution,
     eval_mode,
     make_actor,
@@ -15,6 +17,7 @@ from .policy import (
 
 __all__ = [
     "DICE_ENCODERS",
+    "FEATURES",
     "LOG_PROB",
     "ROLL_HEADS",
     "VALUE",
@@ -22,6 +25,7 @@ __all__ = [
     "PolicyModule",
     "PolicyValueNet",
     "TurnDistribution",
+    "carried",
     "distribution",
     "eval_mode",
     "make_actor",

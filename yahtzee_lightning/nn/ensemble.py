@@ -130,6 +130,10 @@ class StackedNet(nn.Module):
         self._loaded = False
         self._device = next(template.parameters()).device
 
+    def fixed_features(self, obs: TensorDictBase) -> torch.Tensor | None:
+        """As :meth:`PolicyValueNet.fixed_features`: weight-free, the same for every member."""
+        return self.net.fixed_features(obs)
+
     @torch.no_grad()
     def load_(self, nets: Sequence[nn.Module]) -> StackedNet:
         """Take the members' current weights (a copy: call it again after they change)."""
@@ -144,8 +148,10 @@ class StackedNet(nn.Module):
         self._loaded = True
         return self
 
-    def forward(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(
+        self, obs: TensorDictBase, features: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """As :meth:`PolicyValueNet.forward` on ``K * N`` member-major observations."""
         if not self._loaded:
             raise RuntimeError("StackedNet.load_(members) before its first forward")
-        return self.net(obs)
+        return self.net(obs, features)

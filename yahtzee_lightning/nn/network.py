@@ -117,6 +117,7 @@ class PolicyValueNet(nn.Module):
         else:
             self.dice_embedding = DiceEmbedding(d_emb, positional=dice_encoder == "pos_emb")
             size = self.dice_embedding.size + (feature_size(self.feature_names) if self.feature_names else 0)
+        self.fixed_size = feature_size(self.feature_names) if self.feature_names else 0
         act = ACTIVATIONS[activation]
         layers: list[nn.Module] = []
         for _ in range(n_layers):
@@ -134,17 +135,35 @@ class PolicyValueNet(nn.Module):
         self.value_head = head(1)
         self.value_activation = nn.ELU()  # a module, so that a stacked copy can apply it member by member
 
-    def encode(self, obs: TensorDictBase) -> torch.Tensor:
+    def fixed_features(self, obs: TensorDictBase) -> torch.Tensor | None:
+        """The fixed (weight-free) features of ``obs`` (None for a network with none): what a
+        rollout carries so that the update, the drift and the diagnosis need not compute them again."""
+        return encode(obs, self.feature_names, self.rules) if self.feature_names else None
+
+    def encode(self, obs: TensorDictBase, features: torch.Tensor | None = None) -> torch.Tensor:
+        """The trunk's input; ``features``: the fixed features of ``obs`` when the caller has them."""
         parts = []
         if self.dice_embedding is not None:
             parts.append(self.dice_embedding(obs[K.DICE]))
         if self.feature_names:
-            parts.append(encode(obs, self.feature_names, self.rules))
-        return torch.cat(parts, -1)
+            if features is None:
+                features = encode(obs, self.feature_names, self.rules)
+            elif features.shape[-1] != self.fixed_size:
+                raise ValueError(
+                    f"the carried features have width {features.shape[-1]}; this network's are {self.fixed_size} wide"
+                )
+            parts.append(features)
+        return torch.cat(parts, -1) if len(parts) > 1 else parts[0]
 
-    def forward(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(roll_logits (N, 32 or 5), box_logits (N, 13) with illegal boxes at -inf, value (N,))``."""
-        h = self.trunk(self.encode(obs))
+    def forward(
+        self, obs: TensorDictBase, features: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(roll_logits (N, 32 or 5), box_logits (N, 13) with illegal boxes at -inf, value (N,))``.
+
+        ``features``: ``obs``'s fixed features as :meth:`fixed_features` computed them (a rollout's,
+        carried to the update); None computes them here.
+        """
+        h = self.trunk(self.encode(obs, features))
         box_logits = self.score_head(h).masked_fill(~obs[K.BOX_MASK], float("-inf"))
         value = self.value_activation(self.value_head(h).squeeze(-1))
         return self.roll_head(h), box_logits, value

@@ -24,13 +24,16 @@ from torch.distributions import Bernoulli, Categorical, Distribution
 from torchrl.modules import ProbabilisticActor
 
 from ..env import keys as K
-from ..game import N_DICE
+from ..game import N_DICE, N_KEEPS
 from ..game.engine import keep_bits_to_pattern
 from ..game.rules import N_ROLLS
 from .network import PolicyValueNet
 
 LOG_PROB = "sample_log_prob"
 VALUE = "state_value"
+#: The network's fixed features of a state, as the collection computed them (carried in the rollout
+#: for the update; a network reads them only when its caller passes them).
+FEATURES = "features"
 ROLL_LOGITS = "roll_logits"
 BOX_LOGITS = "box_logits"
 OBS_KEYS = [K.DICE, K.CARD, K.ROLL, K.TURN, K.BOX_MASK]
@@ -98,6 +101,11 @@ class TurnDistribution(Distribution):
         """A pair ``(keep pattern, box)``. ``generators``: K generators, one per equal block of the
         leading dimension (an ensemble's members' games), each block sampled from its own: a
         member's actions then depend on no other member (None: the process's generator)."""
+        if not self.bernoulli and not sample_shape:
+            # Both heads in one draw, as :meth:`PolicyModule.sample` does: the same actions from the
+            # same generator state, whichever of the two a policy plays through.
+            scores = _race(torch.cat([self.keep.logits, self.box.logits], -1), generators)
+            return scores[..., :N_KEEPS].argmax(-1), scores[..., N_KEEPS:].argmax(-1)
         if generators is None:
             keep = self.keep.sample(torch.Size(sample_shape))
             box = self.box.sample(torch.Size(sample_shape))
@@ -152,9 +160,38 @@ def eval_mode(net: torch.nn.Module) -> Iterator[None]:
         net.train()
 
 
-def distribution(net: PolicyValueNet, obs: TensorDictBase) -> tuple[TurnDistribution, torch.Tensor]:
-    roll_logits, box_logits, value = net(obs)
+def distribution(
+    net: PolicyValueNet, obs: TensorDictBase, features: torch.Tensor | None = None
+) -> tuple[TurnDistribution, torch.Tensor]:
+    """The policy and value of ``obs``; ``features``: its fixed features when the caller has them
+    (a rollout's, see :func:`carried`)."""
+    roll_logits, box_logits, value = net(obs) if features is None else net(obs, features)
     return TurnDistribution(roll_logits, box_logits, obs[K.ROLL]), value
+
+
+def carried(obs: TensorDictBase) -> torch.Tensor | None:
+    """The fixed features a rollout carries for ``obs`` (None where it carries none): for the
+    update's own steps only, whose features :class:`PolicyModule` wrote at the same step."""
+    return obs.get(FEATURES, None)
+
+
+def _normalized(logits: torch.Tensor) -> torch.Tensor:
+    """Log-probabilities as ``Categorical(logits=...)`` computes them (to the bit: PPO's first
+    ratio is exactly 1)."""
+    return logits - logits.logsumexp(dim=-1, keepdim=True)
+
+
+def _race(log_probs: torch.Tensor, generators: Sequence[torch.Generator] | None) -> torch.Tensor:
+    """``log p - log E`` (E exponential): its argmax over a row is a sample of the row's categorical
+    (the Gumbel-max trick). Block ``k`` of the rows draws from ``generators[k]`` (None: the
+    process's generator), so that a member's samples depend on its own generator alone."""
+    noise = torch.empty_like(log_probs)
+    if generators is None:
+        noise.exponential_()
+    else:
+        for block, g in zip(noise.split(noise.shape[0] // len(generators)), generators, strict=True):
+            block.exponential_(generator=g)
+    return log_probs - noise.log()
 
 
 class PolicyModule(TensorDictModuleBase):
@@ -167,19 +204,43 @@ class PolicyModule(TensorDictModuleBase):
         #: One generator per member's block of games (a training run's own); None: the process's.
         self.generators: list[torch.Generator] | None = None
         self.in_keys = list(OBS_KEYS)
-        self.out_keys = [K.KEEP, K.BOX, LOG_PROB, VALUE]
+        self.out_keys = [K.KEEP, K.BOX, LOG_PROB, VALUE, FEATURES]
 
     @torch.no_grad()
     def forward(self, td: TensorDictBase) -> TensorDictBase:
-        # Collect with the deterministic network (no dropout noise in the behaviour policy).
+        # Collect with the deterministic network (no dropout noise in the behaviour policy). The
+        # fixed features are computed here, once per step, and written for the update.
+        features = self.net.fixed_features(td)
         with eval_mode(self.net):
-            dist, value = distribution(self.net, td)
-        keep, box = self.choose(td, dist)
+            roll_logits, box_logits, value = self.net(td, features)
+        if roll_logits.shape[-1] == N_KEEPS and type(self).choose is PolicyModule.choose:
+            keep, box, log_prob = self.sample(td[K.ROLL], roll_logits, box_logits)
+        else:  # the Bernoulli keep head, or a subclass's own choice: through the distribution
+            dist = TurnDistribution(roll_logits, box_logits, td[K.ROLL])
+            keep, box = self.choose(td, dist)
+            log_prob = dist.log_prob(keep, box)
         td.set(K.KEEP, keep)
         td.set(K.BOX, box)
-        td.set(LOG_PROB, dist.log_prob(keep, box))
+        td.set(LOG_PROB, log_prob)
         td.set(VALUE, value)
+        if features is not None:
+            td.set(FEATURES, features)
         return td
+
+    def sample(
+        self, roll: torch.Tensor, roll_logits: torch.Tensor, box_logits: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(keep, box, log_prob)`` of the categorical heads as :class:`TurnDistribution` gives them
+        (its mode, or a sample of the same law, and the roll-gated log-probability), on the
+        cheapest path: one noise draw for both heads, no distribution objects."""
+        safe = torch.where(torch.isinf(box_logits).all(-1, keepdim=True), 0.0, box_logits)
+        keep_lp, box_lp = _normalized(roll_logits), _normalized(safe)
+        both = torch.cat([keep_lp, box_lp], -1)
+        scores = torch.cat([roll_logits, box_logits], -1) if self.deterministic else _race(both, self.generators)
+        keep, box = scores[..., :N_KEEPS].argmax(-1), scores[..., N_KEEPS:].argmax(-1)
+        keep_chosen = keep_lp.gather(-1, keep.unsqueeze(-1)).squeeze(-1)
+        box_chosen = box_lp.gather(-1, box.unsqueeze(-1)).squeeze(-1)
+        return keep, box, torch.where(roll < N_ROLLS - 1, keep_chosen, box_chosen)
 
     def choose(self, td: TensorDictBase, dist: TurnDistribution) -> tuple[torch.Tensor, torch.Tensor]:
         """The action played: the network's own (a subclass may label ``td`` or mix in a teacher)."""
