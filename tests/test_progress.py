@@ -1,10 +1,12 @@
-"""The progress bar of solving and evaluation: a total and an ETA on a terminal, nothing elsewhere."""
+"""The one progress mechanism: a bar with a total and an ETA on a terminal, a line every interval
+elsewhere (logs, pipes), nothing when turned off."""
 
 import io
+import re
 
 import pytest
 
-from yahtzee_lightning.progress import advance_turn, progress_bar
+from yahtzee_lightning.progress import INTERVAL_VARIABLE, ProgressLines, advance_turn, line_interval, progress_bar
 
 
 class _Terminal(io.StringIO):
@@ -22,8 +24,67 @@ def test_bar_shows_total_and_eta_on_a_terminal_only(monkeypatch):
     assert "evaluating" in shown and "3/10" in shown and "<" in shown  # elapsed<remaining
     bar.close()
     assert progress_bar(10, "off", enabled=False).disable
-    monkeypatch.setattr("sys.stderr", io.StringIO())  # a log file or a pipe: no bar
-    assert progress_bar(10, "piped").disable
+    monkeypatch.setattr("sys.stderr", io.StringIO())  # a log file or a pipe: lines, not a bar
+    assert isinstance(progress_bar(10, "piped"), ProgressLines)
+    assert progress_bar(10, "piped and off", enabled=False).disable
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_lines_come_at_a_steady_interval_with_rate_and_time_left():
+    out, clock = io.StringIO(), Clock()
+    lines = ProgressLines(1000, "evaluating optimal", "game", interval=30, file=out, clock=clock)
+    for _ in range(9):  # 100 games every 10 s: a line every third update
+        clock.now += 10
+        lines.set_postfix_str("mean score 254.6")
+        lines.update(100)
+    lines.update(100)
+    lines.close()
+    printed = out.getvalue().splitlines()
+    assert printed[0] == "evaluating optimal: 300/1,000 games (30%), mean score 254.6, 10 games/s, 1m10s left"
+    assert [re.match(r"[^:]*: ([\d,]+)/", line)[1] for line in printed[:3]] == ["300", "600", "900"]
+    assert printed[-1] == "evaluating optimal: 1,000/1,000 games, 1m30s, mean score 254.6"
+
+
+def test_short_work_prints_nothing_and_a_resumed_count_is_not_in_the_rate():
+    out, clock = io.StringIO(), Clock()
+    quick = ProgressLines(10, "solving", "state", interval=30, file=out, clock=clock)
+    quick.update(10)
+    quick.close()
+    assert out.getvalue() == ""
+    resumed = ProgressLines(100, "fit", "game", interval=1, initial=50, file=out, clock=clock)
+    clock.now += 5
+    resumed.update(10)  # 10 games in 5 s since the resume, not 60
+    assert "fit: 60/100 games (60%), 2 games/s, 20s left" in out.getvalue()
+
+
+def test_the_interval_is_a_setting_named_when_bad(monkeypatch):
+    monkeypatch.setenv(INTERVAL_VARIABLE, "5")
+    assert line_interval() == 5
+    monkeypatch.setenv(INTERVAL_VARIABLE, "soon")
+    with pytest.raises(ValueError, match=INTERVAL_VARIABLE):
+        line_interval()
+
+
+def test_evaluation_prints_lines_with_its_score_when_piped(monkeypatch, capsys):
+    from yahtzee_lightning.evaluation.protocol import play_games
+    from yahtzee_lightning.game import Rules
+    from yahtzee_lightning.players import make_player
+
+    monkeypatch.setenv(INTERVAL_VARIABLE, "0")
+    rules = Rules()
+    play_games(make_player("random", rules), 40, 0, rules, batch_size=20, progress=True)
+    err = capsys.readouterr().err.splitlines()
+    assert err and all(line.startswith("evaluating random: ") for line in err)
+    second_batch = [line for line in err[:-1] if int(re.search(r"(\d+)/40", line)[1]) > 20]
+    assert second_batch and all("mean score" in line for line in second_batch)  # the first batch's score
+    assert re.search(r"40/40 games, \d+s, mean score \d+\.\d", err[-1])
 
 
 @pytest.mark.parametrize(("games", "n_turns"), [(2500, 13), (7, 13), (1, 13), (100, 2)])

@@ -119,7 +119,7 @@ def play_matches(
     )
     own, best_other, diff, seats = [], [], [], []
     check = EndgameCheck(rules) if endgame_check else None
-    done_games, chunk = 0, 0
+    done_games, chunk, points, wins = 0, 0, 0, 0
     bar = progress_bar(games, f"{getattr(player, 'name', 'player')} vs {opponent_name(opponent)}", progress, "game")
     while done_games < games:
         n = min(batch_size, games - done_games)
@@ -149,6 +149,8 @@ def play_matches(
         diff.append(td[K.SCORE_DIFF].cpu())
         seats.append(td[K.SEAT].cpu())
         done_games += n
+        points, wins = points + int(own[-1].sum()), wins + int((diff[-1] > 0).sum())
+        bar.set_postfix_str(f"mean score {points / done_games:.1f}, win rate {wins / done_games:.3f}")
         chunk += 1
     bar.close()
     own_t, other_t, diff_t, seat_t = torch.cat(own), torch.cat(best_other), torch.cat(diff), torch.cat(seats)

@@ -39,6 +39,7 @@ def play_games(
         raise ValueError(f"games must be >= 1, got {games}")
     out: dict[str, list[torch.Tensor]] = {k: [] for k in ("card", "bonuses", "fill_turn", "regret_keep", "regret_box")}
     bar = progress_bar(games, f"evaluating {getattr(player, 'name', 'player')}", progress, unit="game")
+    points = 0
     for chunk, start in enumerate(range(0, games, batch_size)):
         n = min(batch_size, games - start)
         env = YahtzeeEnv(n, rules=rules, validate_actions=True, device=device, seed=seed * 1_000_003 + chunk)
@@ -62,6 +63,8 @@ def play_games(
                 advance_turn(bar, n, step // N_ROLLS + 1, rules.n_turns)
         out["card"].append(td[K.CARD].cpu())
         out["bonuses"].append(td[K.YAHTZEE_BONUSES].cpu())
+        points += int(card_total(out["card"][-1], out["bonuses"][-1]).sum())
+        bar.set_postfix_str(f"mean score {points / (start + n):.1f}")  # of the games played so far
         out["fill_turn"].append(fill_turn.cpu())
         if regret_oracle is not None:
             out["regret_keep"].append(torch.stack(regret_keep, 1).cpu())

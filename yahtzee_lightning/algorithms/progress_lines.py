@@ -1,0 +1,64 @@
+"""Training's progress where there is no terminal: a line every interval, not silence.
+
+Lightning's bar is for terminals; under nohup, CI, SLURM or Ray a run's output goes to a file, and
+without this a run said nothing for an hour after its model summary. :class:`FitProgressLines`
+prints, from the first process only, the project's one progress line (:mod:`..progress`):
+
+``fit: 24,000/100,000 games (24%), return 141.3, eval score 187.2, 93 games/s, 13m37s left``
+
+counted in games for the project's algorithms (``total_games``, every rank's games), in training
+steps for any other LightningModule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lightning as L
+
+from ..progress import ProgressLines
+
+#: Logged metrics shown on the line (the progress bar's own), under the names they are shown with.
+SHOWN = {"return": "return", "eval_score": "eval score"}
+
+
+class FitProgressLines(L.Callback):
+    """A progress line every ``interval`` seconds (default: ``$YAHTZEE_LIGHTNING_PROGRESS_SECONDS``,
+    else 30) while ``fit`` trains; the CLI adds it when stderr is not a terminal."""
+
+    def __init__(self, interval: float | None = None) -> None:
+        self.interval = interval
+        self.lines: ProgressLines | None = None
+        self.per_step = 1  # games (or steps) one training step adds
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not trainer.is_global_zero:
+            return
+        hparams = getattr(pl_module, "hparams", {})
+        if "games_per_batch" in hparams and hasattr(pl_module, "total_updates"):
+            # One training step is one update: games_per_batch games on every rank.
+            self.per_step = hparams["games_per_batch"] * trainer.world_size
+            total = pl_module.total_updates * self.per_step
+            done = int(getattr(pl_module, "updates_done", 0)) * self.per_step  # read once: a resumed run
+            unit = "game"
+        else:
+            total, done, unit = int(trainer.estimated_stepping_batches), trainer.global_step, "step"
+        self.lines = ProgressLines(total, "fit", unit, interval=self.interval, initial=done)
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
+        if self.lines is None:
+            return
+        if self.lines.due():  # the metrics are read only when a line is printed (a read waits for the device)
+            self.lines.set_postfix_str(shown_metrics(trainer.callback_metrics))
+        self.lines.update(self.per_step)
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self.lines is not None:
+            self.lines.set_postfix_str(shown_metrics(trainer.callback_metrics))
+            self.lines.close()
+            self.lines = None
+
+
+def shown_metrics(metrics: dict[str, Any]) -> str:
+    """``return 141.3, eval score 187.2``: the logged metrics of :data:`SHOWN` there are so far."""
+    return ", ".join(f"{label} {float(metrics[key]):.1f}" for key, label in SHOWN.items() if key in metrics)
