@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from yahtzee_lightning.manifest import Manifest
-from yahtzee_lightning.study import runner
+from yahtzee_lightning.study import ownership, runner
 from yahtzee_lightning.study.spec import StudyError, load_study
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ def _session(writes: list[str], killed: bool = False):
             (out / name).parent.mkdir(parents=True, exist_ok=True)
             (out / name).write_text(f"written by a session: {name}")
         if killed:  # the process dies here: nothing after this line runs, its manifest's session stays open
-            runner._MANIFEST.beat(skip=[runner.REPORT], every_s=0)
+            ownership._SESSION.beat(skip=[ownership.REPORT], every_s=0)
             raise KeyboardInterrupt
         return 0
 

@@ -143,7 +143,7 @@ def test_a_damaged_or_edited_study_plan_is_one_line_naming_it(tmp_path):
 def test_a_damaged_sessions_line_is_named_and_left_out(tmp_path, caplog):
     import time
 
-    from yahtzee_lightning.study.runner import SESSIONS, log_session
+    from yahtzee_lightning.study.records import SESSIONS, log_session
 
     started = time.time()
     log_session(tmp_path, "yahtzee-lightning study run s.yaml", started, 2, None, end=False)

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
 from ..digest import DIGEST_KEY, record_sha256
+from ..machine import describe_machine
 
 LOG = logging.getLogger(__name__)
+SESSIONS = "sessions.jsonl"  # one line per `study run`: its command, machine, CPUs and wall clock
 
 
 def digested_text(record: dict[str, Any]) -> str:
@@ -85,3 +88,20 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     if old:
         LOG.warning("warning: %s: %d lines carry no sha256 (written before digests)", path, old)
     return rows
+
+
+def log_session(out: Path, command: str | None, started: float, cpus: int, address: str | None, end: bool) -> None:
+    """This session's line in ``OUT/sessions.jsonl``: written when it starts (a killed session keeps
+    a line without a wall clock) and completed when it ends, also on an error."""
+    record = {
+        "command": command,
+        "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started)),
+        "wall_clock_s": round(time.time() - started, 1) if end else None,
+        "machine": describe_machine() if address is None else f"Ray cluster at {address}",
+        "cpus": cpus,
+    }
+    path = out / SESSIONS
+    lines = read_lines(path)  # a damaged or edited line is named and left out
+    if end and lines and lines[-1].get("started") == record["started"]:
+        lines.pop()  # this session's opening line
+    path.write_text("".join(digested_text(line) + "\n" for line in [*lines, record]))

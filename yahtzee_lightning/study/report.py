@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from ..game import BOX_NAMES
-from ..manifest import MANIFEST, FolderBusy, Manifest, file_sha256, folder_lock
+from ..manifest import MANIFEST, Manifest, file_sha256
 from .claims import write_claims
 from .context import (
     KEY_BOXES,
@@ -27,8 +27,8 @@ from .context import (
     Exhibit,
 )
 from .figures import draw_agent_bars, draw_bars, draw_curves, draw_pareto, draw_population, draw_regret
-from .records import read_lines
-from .runner import REPORT, SESSIONS
+from .ownership import REPORT, locked
+from .records import SESSIONS, read_lines
 from .spec import EXHIBIT_IDS, StudyError
 from .tables import FRESH, table_distribution, table_entropy, table_population, table_summary
 
@@ -173,11 +173,8 @@ def write_report(out: Path, force: bool = False) -> Path:
     One writer at a time (the study folder's lock); the study folder is read and checked before
     anything of an earlier report is deleted."""
     out = Path(out)
-    try:
-        with folder_lock(out, "yahtzee-lightning study report"):
-            return _write_report(out, force)
-    except FolderBusy as e:
-        raise StudyError(str(e)) from None
+    with locked(out, "yahtzee-lightning study report"):
+        return _write_report(out, force)
 
 
 def _write_report(out: Path, force: bool) -> Path:

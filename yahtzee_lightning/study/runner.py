@@ -20,17 +20,15 @@ from typing import Any
 
 from ray import tune
 
-from ..machine import describe_machine
-from ..manifest import META, FolderBusy, Manifest, folder_lock
+from ..manifest import META, Manifest
 from .cluster import CLUSTER_RETRIES, check_address, check_nodes, trial_resources
+from .ownership import REPORT, beat, owned, study_session
 from .packing import ensemble_of, pack_trials
-from .records import digested_text, read_final, read_lines
+from .records import digested_text, log_session, read_final
 from .results import PLAN, Trial, read_plan, write_table
 from .schedulers import scheduler
 from .spec import Cell, Study, StudyError
 
-REPORT = "report"  # the report's folder: its own manifest (``study report`` writes it)
-SESSIONS = "sessions.jsonl"  # one line per `study run`: its command, machine, CPUs and wall clock
 POOL = "cells"  # the experiment of the ablations without a scheduler
 
 
@@ -105,16 +103,6 @@ def prepare_folder(study: Study, out: Path, force: bool) -> None:
     manifest.add([PLAN])
 
 
-_MANIFEST: Manifest | None = None  # the running session's (its progress callback sweeps it)
-
-
-def owned(out: Path) -> Manifest:
-    """The study folder's manifest: the running session's, else as on disk."""
-    if _MANIFEST is not None and _MANIFEST.folder == out:
-        return _MANIFEST
-    return Manifest.read(out)
-
-
 def init_ray(address: str | None, cpus: int | None) -> int:
     """Connect to the cluster at ``address``, or start a local Ray instance of ``cpus`` CPUs (all
     cores by default); workers import this checkout and use one thread each. Returns the CPUs."""
@@ -160,12 +148,6 @@ class Progress:
 
 
 _PROGRESS = Progress(0, {})  # the running study's: a restored experiment's callback (unpickled by name) finds it
-
-
-def beat() -> None:
-    """The running session's heartbeat: what its trials wrote so far goes into the manifest."""
-    if _MANIFEST is not None:
-        _MANIFEST.beat(skip=[REPORT])
 
 
 class ProgressCallback(tune.Callback):
@@ -285,23 +267,6 @@ def _trial_name(trial: Any) -> str:
     return t.get("name") or f"{t['cell']['id']}-s{'-'.join(map(str, t['seeds']))}"
 
 
-def log_session(out: Path, command: str | None, started: float, cpus: int, address: str | None, end: bool) -> None:
-    """This session's line in ``OUT/sessions.jsonl``: written when it starts (a killed session keeps
-    a line without a wall clock) and completed when it ends, also on an error."""
-    record = {
-        "command": command,
-        "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started)),
-        "wall_clock_s": round(time.time() - started, 1) if end else None,
-        "machine": describe_machine() if address is None else f"Ray cluster at {address}",
-        "cpus": cpus,
-    }
-    path = out / SESSIONS
-    lines = read_lines(path)  # a damaged or edited line is named and left out
-    if end and lines and lines[-1].get("started") == record["started"]:
-        lines.pop()  # this session's opening line
-    path.write_text("".join(digested_text(line) + "\n" for line in [*lines, record]))
-
-
 def run_study(
     study: Study,
     out: str | Path,
@@ -318,19 +283,8 @@ def run_study(
     process died (its node lost) is retried from its newest checkpoint ``retries`` times (default:
     3 on a cluster, none locally)."""
     out = Path(out).resolve()  # Ray storage paths must be absolute (a relative one is read as a URI)
-    global _MANIFEST
-    try:
-        with folder_lock(out, command or "yahtzee-lightning study run"):
-            _MANIFEST = Manifest.read(out)
-            _MANIFEST.start_session(skip=[REPORT])  # a killed session's files are swept first: ours
-            try:
-                with _MANIFEST.heartbeat(skip=[REPORT]):
-                    return _run_study(study, out, address, cpus, force, command, retries)
-            finally:
-                _MANIFEST.end_session(skip=[REPORT])
-                _MANIFEST = None
-    except FolderBusy as e:
-        raise StudyError(str(e)) from None
+    with study_session(out, command or "yahtzee-lightning study run"):
+        return _run_study(study, out, address, cpus, force, command, retries)
 
 
 def _run_study(
