@@ -6,6 +6,7 @@ import os
 import platform
 from pathlib import Path
 
+import pytest
 import torch
 
 from yahtzee_lightning.machine import describe_machine, machine
@@ -48,3 +49,46 @@ def test_benchmarks_write_the_machine(tmp_path):
     common.write_json(str(tmp_path / "out.json"), "example", [{"x": 1}], seeds=2)
     written = json.loads((tmp_path / "out.json").read_text())
     assert written["machine"] == machine() and written["rows"] == [{"x": 1}] and written["seeds"] == 2
+
+
+def test_the_thread_rule_shares_the_idle_cores_between_processes():
+    from yahtzee_lightning.machine import thread_rule
+
+    assert thread_rule(1, cores=2, load=0.0) == 2  # a quiet box: every core
+    assert thread_rule(2, cores=2, load=0.0) == 1  # two DDP ranks: one core each
+    assert thread_rule(1, cores=2, load=1.2) == 1  # another program holds a core
+    assert thread_rule(1, cores=2, load=3.0) == 1  # never fewer than one
+    assert thread_rule(4, cores=16, load=2.0) == 4
+
+
+def test_the_project_chooses_threads_unless_the_user_did(monkeypatch):
+    from yahtzee_lightning import machine
+
+    monkeypatch.setattr(machine, "thread_rule", lambda processes=1, **kw: 2 if processes == 1 else 1)
+    monkeypatch.setattr(machine, "usable_cores", lambda: 2)
+    monkeypatch.delenv(machine._CHOSEN_BY_US, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the user's: it stands, torch's threads untouched
+    before = torch.get_num_threads()
+    assert machine.apply_thread_rule() is None and os.environ["OMP_NUM_THREADS"] == "1"
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    try:
+        assert machine.apply_thread_rule() == 2 and torch.get_num_threads() == 2
+        assert machine.apply_thread_rule(processes=2) == 1  # ours: chosen again knowing the ranks
+        assert os.environ["OMP_NUM_THREADS"] == "1" and torch.get_num_threads() == 1
+        monkeypatch.setenv("OMP_NUM_THREADS", "2")  # changed by someone else (a study's trial): it stands
+        assert machine.apply_thread_rule() is None
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("bad", ["0", "3", "two", "-1"])
+def test_a_thread_count_the_machine_lacks_is_refused_naming_the_setting(bad, monkeypatch, capsys):
+    from yahtzee_lightning import machine
+    from yahtzee_lightning.cli import main
+
+    monkeypatch.setattr(machine, "usable_cores", lambda: 2)
+    monkeypatch.delenv(machine._CHOSEN_BY_US, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", bad)
+    assert main(["solve", "--help"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"yahtzee-lightning: OMP_NUM_THREADS={bad!r}: must be a whole number in 1..2 (the usable cores)"]

@@ -20,6 +20,10 @@ VERBS: dict[str, tuple[str, str]] = {
     "export": ("yahtzee_lightning.hub.cli:export_main", "turn a Lightning checkpoint into a shareable agent folder"),
     "push": ("yahtzee_lightning.hub.cli:push_main", "upload an agent folder to the Hugging Face Hub"),
     "pull": ("yahtzee_lightning.hub.cli:pull_main", "download an agent from the Hugging Face Hub into a folder"),
+    "turn-value": (
+        "yahtzee_lightning.players.cli:main",
+        "learn an agent's turn-start value from its own games (for lookahead:AGENT)",
+    ),
     "bench": ("yahtzee_lightning.bench:main", "run a benchmark and print its table"),
     "study": ("yahtzee_lightning.study.cli:main", "run a study's ablations on Ray Tune and write its report"),
     "play": ("yahtzee_lightning.coach.cli:play_main", "play a game in the terminal; the optimum judges each choice"),
@@ -59,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     verb, rest = argv[0], argv[1:]
     if verb not in VERBS:
         print(f"yahtzee-lightning: unknown verb {verb!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    from .machine import apply_thread_rule
+
+    try:  # before torch is imported: one rule for every verb's threads (README, "Threads")
+        apply_thread_rule()
+    except ValueError as e:
+        print(f"yahtzee-lightning: {e}", file=sys.stderr)
         return 2
     target = VERBS[verb][0]
     module_name, func_name = target.split(":")

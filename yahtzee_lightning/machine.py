@@ -75,3 +75,57 @@ def describe_machine(info: dict[str, Any] | None = None) -> str:
     hardware = f"{info['processor']}, {info['cores']} cores{memory}, {info['accelerator'] or 'no GPU'}"
     versions = ", ".join(f"{'Python' if k == 'python' else k} {v}" for k, v in info["versions"].items() if v)
     return f"{hardware}; {versions}"
+
+
+# ---------------------------------------------------------------------------------------- threads
+#: The ``OMP_NUM_THREADS`` the project chose itself, in the environment beside it (a later step of
+#: the same run, knowing more, may choose again); where the two differ, someone else chose.
+_CHOSEN_BY_US = "YAHTZEE_LIGHTNING_THREADS_CHOSEN"
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask: a container's or ``taskset``'s share)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def thread_rule(processes: int = 1, cores: int | None = None, load: float | None = None) -> int:
+    """The torch threads of one process: ``max(1, min(cores // processes, idle cores))``.
+
+    ``processes``: this machine's processes of the same job (DDP ranks on this node; a Ray trial
+    and each study process are one and get one thread from the study itself). ``cores``: the
+    usable cores; ``load``: the machine's one-minute load average, the cores other work keeps
+    busy. Never more threads than idle cores: OpenMP threads that wait for a core another
+    program holds spin at every barrier, and a busy 2-core box ran the batched env 8x slower
+    with two threads than with one.
+    """
+    cores = usable_cores() if cores is None else cores
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            load = 0.0
+    idle = cores - int(load + 0.5)
+    return max(1, min(cores // max(processes, 1), idle))
+
+
+def apply_thread_rule(processes: int = 1) -> int | None:
+    """Set this process's torch threads by :func:`thread_rule` unless the user set
+    ``OMP_NUM_THREADS``; returns the count set (None: the user's stands). Before torch is
+    imported it sets ``OMP_NUM_THREADS`` (what torch and the processes it starts read); after,
+    ``torch.set_num_threads`` too. A user's count must be a whole number within the usable cores:
+    anything else is refused naming the setting."""
+    given = os.environ.get("OMP_NUM_THREADS")
+    if given is not None and os.environ.get(_CHOSEN_BY_US) != given:
+        cores = usable_cores()
+        if not given.strip().isdigit() or not 1 <= int(given) <= cores:
+            raise ValueError(f"OMP_NUM_THREADS={given!r}: must be a whole number in 1..{cores} (the usable cores)")
+        return None
+    threads = thread_rule(processes)
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    os.environ[_CHOSEN_BY_US] = str(threads)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+    return threads

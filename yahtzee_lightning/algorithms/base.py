@@ -31,6 +31,7 @@ from tensordict import TensorDictBase
 from ..env import keys as K
 from ..game import N_BOXES, N_KEEPS, Rules
 from ..game.rules import N_ROLLS
+from ..machine import apply_thread_rule
 from ..metrics import action_counts, mask_diversity, top_k_share
 from ..nn import LOG_PROB
 from ..schedules import lr_factor
@@ -158,6 +159,8 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
         if self._trainer is not None:
             # One cadence for the metrics and the loggers (see ``logs_this_update``).
             self.trainer.log_every_n_steps = self.hparams.log_every
+            # This node's processes of the run share its cores (README, "Threads").
+            apply_thread_rule(processes=self.trainer.num_devices)
         if stage == "fit":
             # One epoch is one evaluation interval; the number of epochs follows from the budget
             # (a smaller trainer.max_epochs stops early, e.g. to train part of a run).
