@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
                 cells["rule"].append(_run(what, rule, args))
                 cells["all cores"].append(_run(what, cores, args))
             # env: steps/s (higher is better); solve: seconds (lower is better); ratio = how much faster the rule is
-            ratios = [(r / a if what == "env" else a / r) for r, a in zip(cells["rule"], cells["all cores"], strict=True)]
+            pairs = zip(cells["rule"], cells["all cores"], strict=True)
+            ratios = [(r / a if what == "env" else a / r) for r, a in pairs]
             unit = "steps/s" if what == "env" else "s"
             row = {
                 "what": what,
