@@ -14,6 +14,7 @@ import hashlib
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 from ray import tune
 
 from ..manifest import META, Manifest
+from ..progress import line_interval
 from .cluster import CLUSTER_RETRIES, check_address, check_nodes, trial_resources
 from .ownership import REPORT, beat, owned, study_session
 from .packing import ensemble_of, pack_trials
@@ -135,16 +137,37 @@ def init_ray(address: str | None, cpus: int | None) -> int:
 
 
 class Progress:
-    """One line per trial that starts, finishes or fails, with the count ended (on stderr)."""
+    """One line per trial that starts, finishes or fails, with the count ended (on stderr); between
+    them, at most one line every progress interval (``progress.line_interval``) for a trial that
+    reported an evaluation: its games, score and rate, so a study of hours is never silent."""
 
-    def __init__(self, total: int, labels: dict[str, str]) -> None:
+    def __init__(self, total: int, labels: dict[str, str], clock: Callable[[], float] = time.monotonic) -> None:
         self.total, self.labels, self.ended = total, labels, 0
+        self.clock, self.interval = clock, line_interval()
+        self.last = clock()
 
     def say(self, trial: Any, what: str, ended: bool = False) -> None:
         beat()
         self.ended += ended
+        self.line(trial, what)
+
+    def line(self, trial: Any, what: str) -> None:
         name = str(trial)
         print(f"[{self.ended}/{self.total}] {name} {self.labels.get(name, '')}: {what}", file=sys.stderr, flush=True)
+
+    def result(self, trial: Any, result: dict[str, Any]) -> None:
+        """A trial's evaluation: a line when the interval has passed since the last line of this kind."""
+        now = self.clock()
+        if now - self.last < self.interval or result.get("games") is None:
+            return
+        self.last = now
+        games, seconds = float(result["games"]), float(result.get("time_total_s") or 0.0)
+        what = [f"{games:,.0f} games"]
+        if result.get("eval/mean_score") is not None:
+            what.append(f"eval score {float(result['eval/mean_score']):.1f}")
+        if seconds > 0:
+            what.append(f"{games / seconds:,.0f} games/s")
+        self.line(trial, ", ".join(what))
 
 
 _PROGRESS = Progress(0, {})  # the running study's: a restored experiment's callback (unpickled by name) finds it
@@ -155,6 +178,7 @@ class ProgressCallback(tune.Callback):
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
         beat()
+        _PROGRESS.result(trial, result)
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         _PROGRESS.say(trial, "started")
