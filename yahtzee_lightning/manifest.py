@@ -239,9 +239,11 @@ def _owner_text(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def folder_lock(folder: str | Path, command: str) -> Iterator[None]:
+def folder_lock(folder: str | Path, command: str, tidy: bool = False) -> Iterator[None]:
     """Hold ``folder`` for this process while it writes there; a second writer is refused at once,
-    naming this one (:class:`FolderBusy`). The OS frees the lock when the process dies, however."""
+    naming this one (:class:`FolderBusy`). The OS frees the lock when the process dies, however.
+    ``tidy``: a folder this left holding nothing but the lock (a run killed before its first
+    checkpoint) is removed on release, so that no empty run folder stays behind."""
     from filelock import FileLock, Timeout
 
     folder = Path(folder)
@@ -263,3 +265,7 @@ def folder_lock(folder: str | Path, command: str) -> Iterator[None]:
         with contextlib.suppress(OSError):
             owner.unlink()
         lock.release()  # the lock file stays: one removed while another process opens it would let two in
+        if tidy and all(p.name in META for p in folder.iterdir()):  # ... unless nothing else is there
+            with contextlib.suppress(OSError):
+                (folder / LOCK).unlink()
+                folder.rmdir()

@@ -55,7 +55,7 @@ def test_a_kill_before_the_first_interval_leaves_a_checkpoint_that_resumes(tmp_p
         _fit(run, minutes, kill, "--ckpt_path=last")
     assert "nothing to resume in" in caplog.text
     [folder] = (run / "checkpoints").iterdir()  # the new run's own folder
-    assert [p.name for p in folder.iterdir()] == ["last.ckpt"]  # before any interval's checkpoint
+    assert [p.name for p in folder.glob("*.ckpt")] == ["last.ckpt"]  # before any interval's checkpoint
     part = _load(folder / "last.ckpt")
     assert int(part["state_dict"]["updates_done"]) == 1 and part["epoch"] == 0
     assert _fit(run, minutes, "--ckpt_path=last") == 0
@@ -93,6 +93,38 @@ def test_a_finished_run_resumed_with_a_larger_budget_trains_on_to_it(tmp_path, c
         line.split(": ", 1)[1] for line in capsys.readouterr().out.splitlines() if line.startswith("checkpoint: ")
     ]
     assert printed and all((tmp_path / p).is_file() for p in printed)
+
+
+HOLD = """
+import sys, time
+from yahtzee_lightning.manifest import folder_lock
+with folder_lock(sys.argv[1], "yahtzee-lightning fit --ckpt_path last"):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_one_fit_writes_into_a_run_folder_and_a_killed_one_does_not_block(tmp_path, capsys):
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    assert _fit(run, "--model.init_args.total_games=16") == 0
+    folder = run / "checkpoints" / "version_0"
+    other = subprocess.Popen([sys.executable, "-c", HOLD, str(folder)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline().strip() == "held"
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as e:
+            _fit(run, "--model.init_args.total_games=32", "--ckpt_path=last")
+        err = capsys.readouterr().err.strip().splitlines()
+        assert e.value.code == 2 and f"pid {other.pid}" in err[-1] and str(folder) in err[-1], err
+        assert int(_load(folder / "last.ckpt")["state_dict"]["updates_done"]) == 2  # untouched
+    finally:
+        other.kill()
+        other.wait()
+    assert _fit(run, "--model.init_args.total_games=32", "--ckpt_path=last") == 0  # the killed hold is gone
+    assert int(_load(folder / "last.ckpt")["state_dict"]["updates_done"]) == 4
 
 
 def test_no_checkpoint_path_is_printed_that_does_not_exist(tmp_path):

@@ -25,6 +25,7 @@ from lightning.pytorch.callbacks import TQDMProgressBar
 from lightning.pytorch.callbacks.progress import ProgressBar
 from lightning.pytorch.cli import LightningCLI
 
+from ..manifest import FolderBusy, folder_lock
 from . import resume
 from .checkpoint import is_run_checkpoint
 from .progress_lines import FitProgressLines
@@ -195,6 +196,7 @@ class _CLI(LightningCLI):
                 resume.check_overrides(self.model, self._resumed, self.config_init[self.subcommand]["ckpt_path"])
             except resume.ResumeError as e:
                 usage_error(self.subcommand, str(e))
+        hold_run_folders(self.trainer, self.subcommand)
 
     def after_fit(self) -> None:
         with _quiet(_RANK_ZERO):  # the check reads ``fit_loop.done``, which would announce the stop a second time
@@ -343,6 +345,26 @@ def quiet_library_notices() -> None:
         logging.getLogger(name).addFilter(_NoCloudTip)  # the same object: added once however often called
 
 
+_HELD = contextlib.ExitStack()  # the run folders this process writes into, held until its fit ends
+
+
+def hold_run_folders(trainer: L.Trainer, subcommand: str | None) -> None:
+    """One writer per run folder: hold every checkpoint folder this fit writes into (rank 0, whose
+    checkpoints they are); one already held by another live process ends this one in a line that
+    names it. The OS lets go of a killed process's hold."""
+    if not trainer.is_global_zero:
+        return
+    command = f"yahtzee-lightning {subcommand or 'fit'}"
+    for callback in trainer.checkpoint_callbacks:
+        folder = getattr(callback, "dirpath", None)
+        if folder:
+            try:
+                _HELD.enter_context(folder_lock(folder, command, tidy=True))
+            except FolderBusy as e:
+                _HELD.close()
+                usage_error(subcommand, f"run folder {e}")
+
+
 def run_cli(argv: list[str] | None = None) -> LightningCLI:
     """Run ``fit``/``validate`` as the console script does; the CLI, its trainer and model, for a
     caller that reads the result (a study's trial reads the final evaluation)."""
@@ -358,6 +380,8 @@ def run_cli(argv: list[str] | None = None) -> LightningCLI:
     except ConfigError as e:
         usage_error(argv[0] if argv else None, str(e))
         raise  # unreachable: usage_error exits
+    finally:
+        _HELD.close()  # the run folders are free again, however the fit ended
 
 
 def main(argv: list[str] | None = None) -> int:
