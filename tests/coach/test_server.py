@@ -65,7 +65,7 @@ def test_bad_requests_get_a_clear_error(server):
     _, g = call(server, "POST", "new", {"seed": 1})
     gid = g["id"]
     cases = [
-        ("POST", "new", {"seed": -1}, 400, "'seed' must be an int >= 0"),
+        ("POST", "new", {"seed": -1}, 400, "'seed' must be an int in 0..2**32-1"),
         ("POST", f"game/{gid}/keep", {"hold": [5]}, 400, "positions 0..4"),
         ("POST", f"game/{gid}/keep", {"hold": "66"}, 400, "list of die positions"),
         ("POST", f"game/{gid}/score", {"box": "f"}, 400, "ambiguous"),

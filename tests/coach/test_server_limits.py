@@ -46,7 +46,7 @@ def play_a_game(server) -> None:
 
 
 def test_hostile_requests_get_their_status_and_the_server_plays_on(server):
-    server.read_timeout = 0.5  # a stalled body is given up after this long
+    server.request_deadline = 0.5  # a stalled body is given up after this long
     port = server.server_address[1]
     deep = b"[" * 5000 + b"]" * 5000
     cases = [
@@ -64,6 +64,8 @@ def test_hostile_requests_get_their_status_and_the_server_plays_on(server):
         (post(server, b"{}", {"Origin": "http://evil.example"}), 403, "Origin"),
         (f"GET / HTTP/1.1\r\nHost: evil.example:{port}\r\n\r\n".encode(), 403, "Host"),
         (post(server, b"{}", {"Content-Length": "10"}), 408, "did not arrive"),  # 2 bytes of 10, then silence
+        (post(server, b'{"seed": ' + b"1" + b"0" * 30 + b"}"), 400, "'seed' must be an int in 0..2**32-1"),
+        (post(server, b'{"seed": 4294967296}'), 400, "'seed'"),
     ]
     for request, code, why in cases:
         status, out = raw(server, request)
@@ -113,3 +115,35 @@ def test_200_concurrent_connections_are_all_answered(server):
         statuses = list(pool.map(client, range(n)))
     assert statuses == [200] * n, {s: statuses.count(s) for s in set(statuses)}
     play_a_game(server)
+
+
+def test_fifty_clients_dripping_their_bodies_leave_the_server_answering_everyone_else(server):
+    """A bounded loopback test: 50 connections send their headers, then one byte of a 16 kB body every
+    0.1 s (each read arrives well within any per-read timeout). Ordinary requests are answered within
+    1 s all along; each dripping request is cut at the whole-request deadline, however it keeps sending."""
+    server.request_deadline = 2.0
+    head = post(server, b"")[: -len(b"\r\n\r\n")].replace(b"Content-Length: 0", f"Content-Length: {MAX_BODY}".encode())
+    stop = threading.Event()
+
+    def drip() -> bytes:
+        with socket.create_connection(server.server_address, timeout=10) as s:
+            s.sendall(head + b"\r\n\r\n")
+            try:
+                while not stop.wait(0.1):
+                    s.sendall(b" ")
+            except OSError:  # the server cut it: read what it said
+                pass
+            try:
+                return s.recv(65536)
+            except OSError:
+                return b""
+
+    with ThreadPoolExecutor(50) as pool:
+        drips = [pool.submit(drip) for _ in range(50)]
+        for _ in range(5):  # over the deadline's span: the 50 hold their threads, everyone else is served
+            status, _ = raw(server, post(server, b"{}"), timeout=1.0)  # a timeout here fails the test
+            assert status == 200
+            stop.wait(0.5)
+        stop.set()
+        replies = [d.result(timeout=15) for d in drips]
+    assert all(r.startswith(b"HTTP/1.0 408 ") for r in replies), {r[:30] for r in replies}

@@ -19,15 +19,23 @@ position, chosen and best choice, regret) and, once over, ``summary``.
 Only the page it serves may drive it: a request whose ``Host`` (or ``Origin``) is not the
 server's own address is refused (403), so a web page elsewhere cannot reach it by DNS rebinding.
 Bodies are small JSON objects: a longer one is refused before it is read (413), a bad
-``Content-Length`` (400), deep nesting (400), a body that stops arriving (408). A fixed pool of
-worker threads answers, and the listen backlog holds a burst of connections until one is free.
+``Content-Length`` (400), deep nesting (400). A whole request, its headers and its body, must
+arrive within ``REQUEST_DEADLINE`` seconds of the connection being taken up (408 for a body that
+has not, the connection closed for headers that have not): a client that drips its bytes holds a
+thread that long at most, however often it sends one. A pool of ``WORKERS`` threads reads and
+answers connections (the games themselves are played one request at a time), so that dozens of slow
+clients leave threads for everyone else; the listen backlog holds a burst of connections until one
+is free.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import socket
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -43,11 +51,13 @@ from .advice import parse_box
 from .game import CoachedGame, Decision, summary, verdict
 
 MAX_GAMES = 64  # the oldest game is dropped past this many
+MAX_SEED = 2**32  # a game's seed, as the CLI's --seed: well inside torch's 64-bit generator
 HOST = "127.0.0.1"
 MAX_BODY = 16 * 1024  # bytes; the API's bodies are a few dozen
 MAX_DEPTH = 4  # JSON nesting: an object holding a list is 2
-READ_TIMEOUT = 10.0  # seconds a connection may stay silent while its request is read
-WORKERS = 16  # threads answering requests; waiting connections queue in the backlog
+REQUEST_DEADLINE = 10.0  # seconds for a request's headers and body to arrive, all reads together
+WRITE_TIMEOUT = 10.0  # seconds a reply may wait on a client that does not read it
+WORKERS = 128  # threads reading and answering connections; waiting connections queue in the backlog
 BACKLOG = 512  # connections the kernel holds until a worker is free
 _STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
 
@@ -100,7 +110,7 @@ class CoachServer(HTTPServer):
         self.new_game = new_game
         self.games: OrderedDict[str, CoachedGame] = OrderedDict()
         self.lock = threading.Lock()  # one request at a time touches games and the oracle
-        self.read_timeout = READ_TIMEOUT
+        self.request_deadline = REQUEST_DEADLINE
         self.pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="coach")
         self.free = threading.BoundedSemaphore(WORKERS + BACKLOG)  # accepted connections not yet closed
 
@@ -149,8 +159,8 @@ class CoachServer(HTTPServer):
         parts = [p for p in path.split("/") if p][1:]  # after "api"
         if method == "POST" and parts == ["new"]:
             seed = body.get("seed")
-            if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
-                raise ValueError(f"'seed' must be an int >= 0, got {seed!r}")
+            if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < MAX_SEED):
+                raise ValueError(f"'seed' must be an int in 0..2**32-1 (as the CLI's --seed), got {repr(seed)[:40]}")
             game_id = uuid4().hex
             self.games[game_id] = self.new_game(seed)
             while len(self.games) > MAX_GAMES:
@@ -174,6 +184,25 @@ class CoachServer(HTTPServer):
         raise ApiError(HTTPStatus.NOT_FOUND, f"no API route {method} {path}")
 
 
+class _DeadlineReader(io.RawIOBase):
+    """A connection's incoming bytes, each read waiting only for what is left of the request's
+    deadline: a per-read timeout alone lets a client that sends a byte now and then hold on forever."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        super().__init__()
+        self.sock, self.deadline = sock, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive before its deadline")
+        self.sock.settimeout(left)
+        return self.sock.recv_into(buffer)
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: CoachServer
 
@@ -181,6 +210,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
+        self.connection.settimeout(WRITE_TIMEOUT)  # the reading deadline no longer applies
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -192,8 +222,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(obj).encode(), "application/json")
 
     def setup(self) -> None:
-        self.timeout = self.server.read_timeout  # per read: a silent client is given up
         super().setup()
+        deadline = time.monotonic() + self.server.request_deadline  # headers and body, all reads together
+        self.rfile.close()  # the plain reader: its hold on the socket would delay the socket's close
+        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, deadline))
 
     def _refuse(self, status: HTTPStatus, message: str) -> None:
         self.close_connection = True  # an unread body must not be taken for the next request
@@ -220,10 +252,11 @@ class _Handler(BaseHTTPRequestHandler):
             raw = self.rfile.read(length) if length else b""
         except TimeoutError:
             raw = b""
-        if len(raw) < length:  # the client went silent (or away) before sending all it announced
-            wait = self.server.read_timeout
+        if len(raw) < length:  # the client went silent (or away, or too slow) before sending all it announced
+            wait = self.server.request_deadline
             raise ApiError(
-                HTTPStatus.REQUEST_TIMEOUT, f"the body did not arrive: {length} bytes announced ({wait:g} s)"
+                HTTPStatus.REQUEST_TIMEOUT,
+                f"the body did not arrive: {length} bytes announced, not all sent within {wait:g} s of the request",
             )
         if json_depth(raw) > MAX_DEPTH:
             raise ValueError(f"the request body is nested deeper than {MAX_DEPTH} levels")
