@@ -1,5 +1,6 @@
 """LightningCLI: configs, overrides, bad keys, resuming, a user's algorithm, 2-process DDP."""
 
+import contextlib
 import json
 import logging
 import os
@@ -276,3 +277,86 @@ def test_two_process_ddp_on_cpu(tmp_path, ensemble):
     assert r0["weights"] == r1["weights"]  # gradients were averaged: one model
     assert r0["rollout"] != r1["rollout"]  # each rank collected its own games
     assert r0["updates"] == r1["updates"] == 6  # 96 games / (8 per batch x 2 ranks)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _torchrun_two_nodes(tmp_path: Path, args: list[str], env: dict[str, str], tag: str) -> list[subprocess.Popen]:
+    """Two "nodes" of one process each on this machine, as docs/devices.md launches them (gloo, CPU)."""
+    port, nodes = _free_port(), []
+    for node in (0, 1):
+        log = open(tmp_path / f"{tag}-node{node}.log", "w")  # noqa: SIM115 (closed with the process)
+        launcher = ["-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1", f"--node_rank={node}"]
+        launcher += ["--master_addr=127.0.0.1", f"--master_port={port}", "-m", "yahtzee_lightning.cli"]
+        cmd = [sys.executable, *launcher, *args]
+        nodes.append(subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=log, stderr=log, start_new_session=True))
+    return nodes
+
+
+def test_two_nodes_through_torchrun_train_the_global_budget_and_resume_after_both_are_killed(tmp_path, monkeypatch):
+    import signal
+    import time
+
+    from yahtzee_lightning.algorithms import Reinforce
+    from yahtzee_lightning.evaluation import evaluate
+
+    paths = os.pathsep.join([str(Path(__file__).parent), str(ROOT)])
+    env = dict(os.environ, PYTHONPATH=paths, HANG_MARKER=str(tmp_path / "hung"))
+    budget = ["--model.init_args.total_games=96"]  # global: 6 updates of 16 games, on one process or two
+    args = [
+        "fit",
+        "--config",
+        str(ROOT / "conf" / "reinforce.yaml"),
+        *TINY,
+        *budget,
+        f"--trainer.logger.init_args.save_dir={tmp_path}",
+        f"--trainer.callbacks.init_args.dirpath={tmp_path / 'checkpoints'}",
+        "--trainer.callbacks.init_args.save_every_minutes=0",  # last.ckpt after every update
+        "--model.init_args.games_per_batch=8",  # per rank
+        "--trainer.strategy=ddp",
+        "--trainer.num_nodes=2",
+        "--trainer.devices=1",
+        "--trainer.accelerator=cpu",
+    ]
+    first = _torchrun_two_nodes(tmp_path, [*args, "--trainer.callbacks+=crash.HangAfterUpdate"], env, "first")
+    deadline = time.monotonic() + 240  # a limit, not a timing
+    try:
+        while not all((tmp_path / f"hung.{r}").exists() for r in (0, 1)) and time.monotonic() < deadline:
+            assert all(p.poll() is None for p in first), (tmp_path / "first-node0.log").read_text()[-3000:]
+            time.sleep(0.1)
+    finally:  # both nodes killed at once, mid-run: each launcher and its worker
+        workers = [int(m.read_text()) for m in tmp_path.glob("hung.*") if m.read_text()]
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for p in first:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    [last] = (tmp_path / "checkpoints").glob("version_*/last.ckpt")
+    killed_at = int(torch.load(last, map_location="cpu", weights_only=True)["state_dict"]["updates_done"])
+    assert 1 <= killed_at < 6
+
+    second = _torchrun_two_nodes(tmp_path, [*args, "--ckpt_path=last"], env, "resumed")
+    for node, p in enumerate(second):
+        assert p.wait(timeout=300) == 0, (tmp_path / f"resumed-node{node}.log").read_text()[-3000:]
+    two_nodes = torch.load(last, map_location="cpu", weights_only=True)
+    assert int(two_nodes["state_dict"]["updates_done"]) == 6
+    assert two_nodes["yahtzee_lightning"]["games"] == 96 and two_nodes["yahtzee_lightning"]["devices"] == 2
+
+    monkeypatch.chdir(tmp_path)  # the same global budget on one process: 6 updates of 16 games
+    assert _fit(tmp_path / "one", "reinforce.yaml", *budget, "--model.init_args.games_per_batch=16") == 0
+    [single] = (tmp_path / "one" / "checkpoints").glob("version_*/last.ckpt")
+    one = torch.load(single, map_location="cpu", weights_only=True)
+    assert int(one["state_dict"]["updates_done"]) == 6 and one["yahtzee_lightning"]["games"] == 96
+    scores = []
+    for path in (last, single):  # the same 300 games' dice for both: the difference is the policies'
+        model = Reinforce.load_from_checkpoint(path, map_location="cpu")
+        scores.append(evaluate(model.player(), 300, 1, model.rules, with_optimal=False, regret=False)["summary"])
+    a, b = (s["score"] for s in scores)
+    assert abs(a["mean"] - b["mean"]) <= 4 * (a["se"] ** 2 + b["se"] ** 2) ** 0.5  # within seed noise

@@ -28,6 +28,7 @@ from lightning.pytorch.cli import LightningCLI
 from ..manifest import FolderBusy, folder_lock
 from . import resume
 from .checkpoint import is_run_checkpoint
+from .launch import LaunchError, SameRunOnEveryRank, check_nodes
 from .progress_lines import FitProgressLines
 
 # Loggers (CSV + TensorBoard) and checkpointing (every epoch = every evaluation interval, plus
@@ -227,7 +228,15 @@ class _CLI(LightningCLI):
 
     def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
         trainer_config = self._get(self.config_init, "trainer", default={})
-        return super().instantiate_trainer(**{**trainer_overrides(self.model, trainer_config), **kwargs})
+        try:
+            check_nodes(trainer_config.get("num_nodes"))  # before Lightning waits for nodes nobody starts
+        except LaunchError as e:
+            usage_error(self.subcommand, str(e))
+        settings = {**trainer_overrides(self.model, trainer_config), **kwargs}
+        callbacks = settings.get("callbacks", trainer_config.get("callbacks")) or []
+        callbacks = callbacks if isinstance(callbacks, list) else [callbacks]
+        settings["callbacks"] = [*callbacks, SameRunOnEveryRank()]  # ranks checked as they meet (launch.py)
+        return super().instantiate_trainer(**settings)
 
 
 class ConfigError(ValueError):
@@ -377,7 +386,7 @@ def run_cli(argv: list[str] | None = None) -> LightningCLI:
             save_config_kwargs={"overwrite": True},
             args=argv,
         )
-    except ConfigError as e:
+    except (ConfigError, LaunchError) as e:  # LaunchError: the ranks of a launch, as they met (launch.py)
         usage_error(argv[0] if argv else None, str(e))
         raise  # unreachable: usage_error exits
     finally:
