@@ -27,7 +27,19 @@ LAYERS: list[tuple[str, ...]] = [
     ("hub",),
     ("resolve", "gym.pettingzoo"),
     ("algorithms", "coach"),
-    ("", "cli", "bench", "env.demo", "solver.cli", "evaluation.cli", "hub.cli", "algorithms.cli", "coach.cli", "gym"),
+    (
+        "",
+        "cli",
+        "bench",
+        "env.demo",
+        "solver.cli",
+        "evaluation.cli",
+        "hub.cli",
+        "algorithms.cli",
+        "coach.cli",
+        "gym",
+        "players.cli",
+    ),
     ("study",),  # runs fit (algorithms.cli) for every cell of a study
 ]
 

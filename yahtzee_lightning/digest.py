@@ -20,6 +20,8 @@ import torch
 DIGEST_KEY = "sha256"
 #: An agent's weights' sha256 (:func:`tensors_sha256`): in config.json, the safetensors metadata and the card.
 WEIGHTS_DIGEST = "weights_sha256"
+#: An agent's turn-start value's sha256 (``lookahead:``): its safetensors metadata, config.json, the card.
+VALUE_DIGEST = "turn_value_sha256"
 
 
 class DigestError(ValueError):

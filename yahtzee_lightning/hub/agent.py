@@ -21,28 +21,26 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from .._version import __version__
-from ..digest import WEIGHTS_DIGEST, nonfinite, tensors_sha256
+from ..digest import VALUE_DIGEST, WEIGHTS_DIGEST, nonfinite, tensors_sha256
 from ..manifest import Manifest
 from ..nn import PolicyValueNet
+from ..solver.value import TurnValueNet
+from .files import (
+    ARTEFACT_PATTERNS,
+    CARD_NAME,
+    CONFIG_NAME,
+    VALUE_NAME,
+    WEIGHTS_NAME,
+    AgentError,
+    AgentFormatError,
+    AgentNotFoundError,
+    check_weights,
+    load_turn_value,
+    save_turn_value_file,
+    verify_weights,
+)
 
 FORMAT_VERSION = 1
-CONFIG_NAME = "config.json"
-WEIGHTS_NAME = "model.safetensors"
-CARD_NAME = "README.md"
-#: What belongs to an agent folder: pushed, downloaded and copied; anything else stays behind.
-ARTEFACT_PATTERNS = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME, "*.yaml"]
-
-
-class AgentError(ValueError):
-    """An agent that cannot be loaded; a ``ValueError`` so that CLIs report it as a usage error."""
-
-
-class AgentFormatError(AgentError):
-    """A folder or hub repo that is not a loadable agent; the message says which part is wrong."""
-
-
-class AgentNotFoundError(AgentError):
-    """Neither a local folder nor a hub repo (or revision) that can be reached or is cached."""
 
 
 class YahtzeeAgent:
@@ -50,7 +48,8 @@ class YahtzeeAgent:
 
     ``training`` and ``evaluation`` are free-form JSON (algorithm, games, wall clock, hardware;
     the evaluation result of ``yahtzee_lightning.evaluation.evaluate``) that end up in
-    ``config.json`` and in the model card.
+    ``config.json`` and in the model card. ``turn_value`` (optional) is a turn-start value learned
+    from the agent's own games, ``turn_value_info`` how (JSON): with it, ``lookahead:AGENT`` plays.
     """
 
     def __init__(
@@ -59,11 +58,15 @@ class YahtzeeAgent:
         training: dict | None = None,
         evaluation: dict | None = None,
         card: str | None = None,
+        turn_value: TurnValueNet | None = None,
+        turn_value_info: dict | None = None,
     ) -> None:
         self.net = net
         self.training = training or {}
         self.evaluation = evaluation
         self._card = card
+        self.turn_value = turn_value
+        self.turn_value_info = turn_value_info or {}
 
     @property
     def card(self) -> str:
@@ -87,6 +90,20 @@ class YahtzeeAgent:
             WEIGHTS_DIGEST: tensors_sha256(self.net.state_dict()),
             "training": self.training,
             "evaluation": _summary_only(self.evaluation),
+            **({"turn_value": self.turn_value_config} if self.turn_value is not None else {}),
+        }
+
+    @property
+    def turn_value_config(self) -> dict[str, Any]:
+        """``config.json``'s ``turn_value``: its file, network (``TurnValueNet(**network)``), sha256
+        and how it was learned."""
+        if self.turn_value is None:
+            raise AgentError("this agent carries no turn-start value")
+        return {
+            "file": VALUE_NAME,
+            "network": self.turn_value.config,
+            VALUE_DIGEST: tensors_sha256(self.turn_value.state_dict()),
+            **self.turn_value_info,
         }
 
     def player(self, device: torch.device | str = "cpu", greedy: bool = True):
@@ -94,7 +111,8 @@ class YahtzeeAgent:
         from ..players.agent import AgentPlayer
 
         self.net.to(device).eval()
-        return AgentPlayer(self.net, greedy=greedy, name=self.training.get("name", "agent"))
+        name = self.training.get("name", "agent")
+        return AgentPlayer(self.net, greedy=greedy, name=name, turn_value=self.turn_value)
 
     # ------------------------------------------------------------ save / load
     def save_pretrained(self, directory: str | Path, card: str | None = None) -> Path:
@@ -110,9 +128,31 @@ class YahtzeeAgent:
         directory.mkdir(parents=True, exist_ok=True)
         metadata = {"format": "pt", WEIGHTS_DIGEST: tensors_sha256(state)}
         save_file(state, str(directory / WEIGHTS_NAME), metadata=metadata)
+        if self.turn_value is not None:
+            save_turn_value_file(self.turn_value, directory)
         (directory / CONFIG_NAME).write_text(json.dumps(self.config, indent=2))
         (directory / CARD_NAME).write_text(card if card is not None else str(model_card(self)))
-        Manifest.read(directory).add([WEIGHTS_NAME, CONFIG_NAME, CARD_NAME])  # what a --force may replace
+        written = [WEIGHTS_NAME, CONFIG_NAME, CARD_NAME] + ([VALUE_NAME] if self.turn_value is not None else [])
+        Manifest.read(directory).add(written)  # what a --force may replace
+        return directory
+
+    def save_turn_value(self, directory: str | Path) -> Path:
+        """Add (or replace) the turn-start value in the agent folder ``directory``, its weights as
+        they are: the value's file, ``config.json``'s ``turn_value`` entry and the card's section on
+        it (the rest of the card kept)."""
+        from .card import with_turn_value_section
+
+        directory = Path(directory)
+        if not (directory / CONFIG_NAME).is_file():
+            raise AgentFormatError(f"{directory}: missing {CONFIG_NAME} (not an agent folder)")
+        save_turn_value_file(self.turn_value, directory)
+        config = json.loads((directory / CONFIG_NAME).read_text())
+        config["turn_value"] = self.turn_value_config
+        (directory / CONFIG_NAME).write_text(json.dumps(config, indent=2))
+        card_path = directory / CARD_NAME
+        card = card_path.read_text(encoding="utf-8") if card_path.is_file() else self.card
+        self._card = with_turn_value_section(card, self.turn_value_config)
+        card_path.write_text(self._card, encoding="utf-8")
         return directory
 
     @classmethod
@@ -162,7 +202,8 @@ class YahtzeeAgent:
         verify_weights(state, weights_path, metadata.get(WEIGHTS_DIGEST), config.get(WEIGHTS_DIGEST), card)
         net.load_state_dict(state)
         net.eval()
-        return cls(net, config.get("training"), config.get("evaluation"), card=card)
+        value, value_info = load_turn_value(directory, config.get("turn_value"), card)
+        return cls(net, config.get("training"), config.get("evaluation"), card, value, value_info)
 
     def push_to_hub(
         self,
@@ -195,9 +236,9 @@ class YahtzeeAgent:
 
 
 def agent_files(folder: Path) -> list[str]:
-    """The files of the agent in ``folder``: the three artefact files and the training YAML its
-    config names (nothing else there is part of it, nor pushed or copied)."""
-    names = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME]
+    """The files of the agent in ``folder``: the artefact files (the turn-start value where there is
+    one) and the training YAML its config names (nothing else there is part of it, nor pushed or copied)."""
+    names = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME, VALUE_NAME]
     try:
         yaml_name = (json.loads((folder / CONFIG_NAME).read_text()).get("training") or {}).get("config_file")
     except (OSError, ValueError, AttributeError):
@@ -329,51 +370,6 @@ def hub_errors() -> tuple[type[BaseException], ...]:
 
     # ``errors.HTTPError``: the HTTP client's base error (connection refused, timeout), as huggingface_hub exports it.
     return (errors.HfHubHTTPError, getattr(errors, "HTTPError", OSError), OSError)
-
-
-def verify_weights(
-    state: dict[str, torch.Tensor], path: Path, saved: str | None, recorded: str | None, card: str | None
-) -> None:
-    """Refuse weights that do not match the sha256 written with them (``saved``: the safetensors
-    metadata), recorded in ``config.json`` or on the card, or that are not finite. A folder written
-    before digests loads with a warning."""
-    import re
-
-    actual = tensors_sha256(state)
-    if saved is not None and saved != actual:
-        raise AgentFormatError(f"{path}: the weights do not match their sha256 (the file is damaged)")
-    if recorded is not None and recorded != actual:
-        raise AgentFormatError(
-            f"{path.parent / CONFIG_NAME}: the weights sha256 it records does not match {path.name} (one is damaged)"
-        )
-    on_card = re.search(rf"{WEIGHTS_DIGEST}: `([0-9a-f]+)`", card or "")
-    if on_card and on_card[1] != actual:
-        raise AgentFormatError(f"{path.parent / CARD_NAME}: the card's weights sha256 does not match {path.name}")
-    if saved is None and recorded is None and on_card is None:
-        logging.getLogger(__name__).warning(
-            "warning: %s: the weights carry no sha256 (written before digests); loaded unchecked", path
-        )
-    if bad := nonfinite(state):
-        raise AgentFormatError(f"{path}: weights that are not finite (NaN or inf) in {bad[:5]}; refusing to play them")
-
-
-def check_weights(net: torch.nn.Module, state: dict[str, torch.Tensor], path: str | Path) -> None:
-    """Raise ``AgentFormatError`` naming the missing, unexpected and mis-shaped (or mis-typed) tensors."""
-    expected = net.state_dict()
-    missing = sorted(set(expected) - set(state))
-    extra = sorted(set(state) - set(expected))
-    wrong = [
-        f"{k}: {str(state[k].dtype)[6:]}{list(state[k].shape)} != {str(v.dtype)[6:]}{list(v.shape)}"
-        for k, v in expected.items()
-        if k in state and (state[k].shape != v.shape or state[k].dtype != v.dtype)
-    ]
-    if missing or extra or wrong:
-        parts = [
-            f"{label} {names[:5]}"
-            for label, names in (("missing", missing), ("unexpected", extra), ("wrong shape or dtype", wrong))
-            if names
-        ]
-        raise AgentFormatError(f"{path}: weights do not match the config ({'; '.join(parts)})")
 
 
 def _summary_only(evaluation: dict | None) -> dict | None:

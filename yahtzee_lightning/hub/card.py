@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-from ..digest import WEIGHTS_DIGEST
+from ..digest import VALUE_DIGEST, WEIGHTS_DIGEST
 from ..game import Rules
 
 if TYPE_CHECKING:
@@ -75,6 +75,40 @@ def _training_lines(training: dict) -> list[str]:
     return [*lines, ""] if lines else []
 
 
+TURN_VALUE_HEADING = "## Turn-start value (for `lookahead:`)"
+
+
+def turn_value_lines(entry: dict) -> list[str]:
+    """The card's section on an agent's turn-start value: what it is, how it was learned, its
+    digest, and, as a diagnostic only, how far it is from the exact values."""
+    info = {k: v for k, v in entry.items() if k not in ("file", "network", VALUE_DIGEST)}
+    lines = [
+        TURN_VALUE_HEADING,
+        "",
+        f"`{entry['file']}` holds the expected points still to come from a card at the start of a turn, learned "
+        "from this agent's own games (no solver table and no oracle label in any loss). "
+        "`lookahead:<this folder>` plays every keep and box by the exact expectation over the rest of the "
+        "turn with this value at the turn's end.",
+        "",
+    ]
+    method = info.get("method")
+    if method:
+        lines += [f"* Learned by: {method}", ""]
+    digest = f"{VALUE_DIGEST}: `{entry[VALUE_DIGEST]}` (checked on load)"
+    lines += ["```json", json.dumps(info, indent=2), "```", "", digest]
+    return lines
+
+
+def with_turn_value_section(card: str, entry: dict) -> str:
+    """``card`` with its turn-start value section replaced (or added at the end), the rest kept."""
+    section = "\n".join(turn_value_lines(entry)) + "\n"
+    start = card.find(TURN_VALUE_HEADING)
+    if start < 0:
+        return card.rstrip("\n") + "\n\n" + section
+    end = card.find("\n## ", start + len(TURN_VALUE_HEADING))
+    return card[:start] + section + (card[end:] if end >= 0 else "")
+
+
 def model_card(agent: Described) -> ModelCard:
     """The card for ``agent``: metadata from its evaluation, body from its training info and config."""
     from ..evaluation.report import format_markdown
@@ -127,6 +161,8 @@ def model_card(agent: Described) -> ModelCard:
         "",
         f"{WEIGHTS_DIGEST}: `{agent.config[WEIGHTS_DIGEST]}` (checked on load)",
     ]
+    if "turn_value" in agent.config:
+        lines += ["", *turn_value_lines(agent.config["turn_value"])]
     if evaluation is not None and "matches" in evaluation:  # a two-player agent
         from ..evaluation.match import format_match
 

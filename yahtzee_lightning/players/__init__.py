@@ -13,6 +13,7 @@ import torch
 from ..game import Rules
 from .base import Player
 from .endgame import EndgamePlayer
+from .lookahead import LOOKAHEAD_PREFIX, LookaheadPlayer, lookahead_player
 from .reference import GreedyPlayer, OptimalPlayer, OraclePlayer, RandomPlayer
 from .winseeking import WinSeekingPlayer
 
@@ -36,11 +37,16 @@ def make_player(
     an agent folder or a hub id), and without it is refused.
 
     ``endgame:NAME`` is NAME's player switching to the exact win-maximising move on its last turn
-    of a match (:class:`EndgamePlayer`).
+    of a match (:class:`EndgamePlayer`). ``lookahead:AGENT`` plays every keep and box by the exact
+    expectation over the rest of the turn with the agent's learned turn-start value at its end
+    (:class:`LookaheadPlayer`; the agent must carry one).
     """
     rules = rules or Rules()
     if name_or_path.startswith(ENDGAME_PREFIX):
         return EndgamePlayer(make_player(name_or_path.removeprefix(ENDGAME_PREFIX), rules, device, load))
+    if name_or_path.startswith(LOOKAHEAD_PREFIX):
+        name = name_or_path.removeprefix(LOOKAHEAD_PREFIX)
+        return lookahead_player(make_player(name, rules, device, load), name, device)
     if name_or_path in PLAYERS:
         return PLAYERS[name_or_path](rules=rules, device=device)
     if load is None:
@@ -55,6 +61,7 @@ __all__ = [
     "PLAYERS",
     "EndgamePlayer",
     "GreedyPlayer",
+    "LookaheadPlayer",
     "OptimalPlayer",
     "OraclePlayer",
     "Player",

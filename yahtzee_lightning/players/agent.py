@@ -7,15 +7,22 @@ from tensordict import TensorDictBase
 
 from ..game import Rules
 from ..nn import PolicyValueNet, distribution
+from ..solver.value import TurnValueNet
 from .base import Player
 
 
 class AgentPlayer(Player):
-    """Plays the network's most likely action (or samples with ``greedy=False``)."""
+    """Plays the network's most likely action (or samples with ``greedy=False``).
 
-    def __init__(self, net: PolicyValueNet, greedy: bool = True, name: str = "agent") -> None:
+    ``turn_value``: the agent's learned turn-start value, where it carries one; this player does not
+    use it, ``lookahead:`` does (:func:`.lookahead.lookahead_player`)."""
+
+    def __init__(
+        self, net: PolicyValueNet, greedy: bool = True, name: str = "agent", turn_value: TurnValueNet | None = None
+    ) -> None:
         super().__init__(Rules.from_dict(net.config["rules"]))
         self.net, self.greedy, self.name = net, greedy, name
+        self.turn_value = turn_value
 
     @torch.no_grad()
     def act(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:

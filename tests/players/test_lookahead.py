@@ -1,0 +1,163 @@
+"""lookahead:AGENT: exact search over the rest of each turn against a learned turn-start value."""
+
+import json
+import shutil
+
+import pytest
+import torch
+
+from yahtzee_lightning.cli import main as cli_main
+from yahtzee_lightning.env import YahtzeeEnv
+from yahtzee_lightning.env import keys as K
+from yahtzee_lightning.evaluation import evaluate
+from yahtzee_lightning.game import Rules
+from yahtzee_lightning.hub import YahtzeeAgent
+from yahtzee_lightning.digest import VALUE_DIGEST
+from yahtzee_lightning.hub.agent import VALUE_NAME, AgentFormatError
+from yahtzee_lightning.nn import PolicyValueNet
+from yahtzee_lightning.players import LookaheadPlayer, OptimalPlayer
+from yahtzee_lightning.players.lookahead import ValueSettings, learn_turn_value, self_play_turns, successor_states
+from yahtzee_lightning.resolve import resolve_player
+from yahtzee_lightning.solver import turn_state
+from yahtzee_lightning.solver.value import TurnValueNet, td_targets, value_table
+
+SMALL = dict(d_h=16, n_layers=1, head_hidden=16)
+TINY = ValueSettings(games=40, hidden=8, layers=1, epochs=1, batch_size=256, td_rounds=1, td_epochs=1)
+
+
+def _exact_value(table):
+    return lambda m, u, f: table.values[m, u, f]
+
+
+def test_with_the_exact_table_it_plays_exactly_as_the_optimal_player(default_table):
+    """The search is the optimal player's, so the exact values in place of the learned ones give
+    the optimal player's every action, on the positions the optimal player reaches."""
+    rules = default_table.rules
+    optimal, lookahead = OptimalPlayer(rules, default_table), LookaheadPlayer(_exact_value(default_table), rules)
+    env = YahtzeeEnv(300, rules=rules, seed=11)
+    td = env.reset()
+    for _ in range(3 * rules.n_turns):
+        (keep, box), (keep2, box2) = optimal.act(td), lookahead.act(td)
+        decides_keep = td[K.ROLL] < 2
+        assert torch.equal(keep[decides_keep], keep2[decides_keep])
+        assert torch.equal(box[~decides_keep], box2[~decides_keep])
+        td["action", "keep"], td["action", "box"] = keep, box
+        td = env.step(td)["next"]
+
+
+def test_the_exact_table_is_its_own_one_turn_backup(default_table):
+    """td_targets is the solver's turn: the exact values are a fixed point of it."""
+    states = turn_state(YahtzeeEnv(64, seed=3).reset()[K.CARD], default_table.rules)
+    mid, _ = self_play_turns(OptimalPlayer(table=default_table), 8, 5, default_table.rules)
+    states = torch.cat([states, mid])
+    m, u, f = states.unbind(-1)
+    backed = td_targets(default_table.values, states, default_table.rules)
+    assert torch.allclose(backed, default_table.values[m, u, f], atol=1e-9)
+
+
+def test_value_table_puts_finished_cards_at_zero_and_the_net_elsewhere():
+    rules = Rules(boxes=[0, 5, 12])
+    net = TurnValueNet(rules.to_dict(), hidden=4, layers=1)
+    with torch.no_grad():
+        net.mlp[-1].bias.fill_(1.0)  # a nonzero network everywhere
+    table = value_table(net, rules)
+    finished = sum(1 << b for b in rules.boxes)  # every box in play filled, whatever the others
+    assert float(table[finished, 10, 0]) == 0.0 and float(table[finished | (1 << 3), 10, 1]) == 0.0
+    assert float(table[finished - (1 << 12), 10, 1]) != 0.0  # chance still open
+    start = sum(1 << b for b in rules.boxes_out_of_play)
+    m, u, f = torch.tensor([start]), torch.tensor([0]), torch.tensor([0])
+    assert float(table[start, 0, 0]) == pytest.approx(float(net(m, u, f).detach()), rel=1e-6)
+
+
+def test_successor_states_are_one_box_on():
+    rules = Rules()
+    # Only ones (box 0) and the Yahtzee box (11) open, upper sum 60.
+    mask = (1 << 13) - 1 - (1 << 0) - (1 << 11)
+    nxt = successor_states(torch.tensor([[mask, 60, 0]]), rules)
+    expected = {(mask | 1, min(63, 60 + k), 0) for k in range(6)} | {(mask | 1 << 11, 60, f) for f in (0, 1)}
+    assert {tuple(s) for s in nxt.tolist()} == expected
+
+
+@pytest.fixture
+def agent_folder(tmp_path):
+    torch.manual_seed(0)
+    folder = tmp_path / "agent"
+    YahtzeeAgent(PolicyValueNet(**SMALL), training={"name": "tiny"}).save_pretrained(folder)
+    return folder
+
+
+def test_a_learned_value_is_saved_checked_loaded_and_searched(agent_folder, monkeypatch):
+    agent = YahtzeeAgent.from_pretrained(agent_folder)
+    weights = (agent_folder / "model.safetensors").read_bytes()
+    value, info = learn_turn_value(agent.player(), TINY, log=lambda _: None)
+    assert info["turn_starts"] == 40 * 13 and len(info["td_mse"]) == 1
+    agent.turn_value, agent.turn_value_info = value, info
+    agent.save_turn_value(agent_folder)
+    assert (agent_folder / "model.safetensors").read_bytes() == weights  # the weights untouched
+    config = json.loads((agent_folder / "config.json").read_text())
+    card = (agent_folder / "README.md").read_text()
+    assert config["turn_value"]["file"] == VALUE_NAME and config["turn_value"][VALUE_DIGEST] in card
+    loaded = YahtzeeAgent.from_pretrained(agent_folder)
+    for a, b in zip(loaded.turn_value.state_dict().values(), value.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    # The look-ahead never reads the exact table.
+    import yahtzee_lightning.players.reference as reference
+    import yahtzee_lightning.solver.cache as cache
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the exact table was read")
+
+    monkeypatch.setattr(cache, "load_or_solve", refuse)
+    monkeypatch.setattr(reference, "load_or_solve", refuse)
+    player = resolve_player(f"lookahead:{agent_folder}")
+    assert player.name == "lookahead:tiny"
+    result = evaluate(player, games=6, seed=0, rules=player.rules, with_optimal=False, regret=False)
+    assert result["summary"]["score"]["mean"] > 0
+    # Saving the value again replaces its card section instead of adding one.
+    agent.save_turn_value(agent_folder)
+    assert (agent_folder / "README.md").read_text().count("## Turn-start value") == 1
+
+
+def test_a_damaged_value_is_refused(agent_folder, tmp_path):
+    agent = YahtzeeAgent.from_pretrained(agent_folder)
+    agent.turn_value, _ = learn_turn_value(agent.player(), TINY, log=lambda _: None)
+    agent.save_turn_value(agent_folder)
+    edited = tmp_path / "edited"
+    shutil.copytree(agent_folder, edited)
+    config = json.loads((edited / "config.json").read_text())
+    config["turn_value"][VALUE_DIGEST] = "0" * 64
+    (edited / "config.json").write_text(json.dumps(config))
+    with pytest.raises(AgentFormatError, match="config.json: its turn_value_sha256 does not match"):
+        YahtzeeAgent.from_pretrained(edited)
+    (agent_folder / VALUE_NAME).unlink()
+    with pytest.raises(AgentFormatError, match=f"missing {VALUE_NAME}"):
+        YahtzeeAgent.from_pretrained(agent_folder)
+
+
+def test_lookahead_refuses_an_agent_without_a_value_or_with_one_for_other_rules(agent_folder):
+    with pytest.raises(ValueError, match=r"lookahead:.*agent'? carries no turn-start value") as e:
+        resolve_player(f"lookahead:{agent_folder}")
+    assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="'optimal' carries no turn-start value"):
+        resolve_player("lookahead:optimal")
+    agent = YahtzeeAgent.from_pretrained(agent_folder)
+    agent.turn_value = TurnValueNet(Rules(joker="forced").to_dict(), hidden=4, layers=1)
+    agent.save_turn_value(agent_folder)
+    with pytest.raises(ValueError, match="learned under rules joker-forced_bonus-on, but the agent plays joker-free"):
+        resolve_player(f"lookahead:{agent_folder}")
+
+
+def test_the_turn_value_verb_writes_the_value_into_the_folder(agent_folder, tmp_path, capsys):
+    config = tmp_path / "value.yaml"
+    config.write_text(f"agent: {agent_folder}\ngames: 30\nhidden: 8\nlayers: 1\nepochs: 1\nbatch_size: 128\n")
+    assert (
+        cli_main(["turn-value", "--config", str(config), "--td-rounds", "1", "--td-epochs", "1", "--no-diagnostic"])
+        == 0
+    )
+    agent = YahtzeeAgent.from_pretrained(agent_folder)
+    assert agent.turn_value is not None and agent.turn_value_info["settings"]["td_rounds"] == 1
+    assert "turn-value --config" in agent.turn_value_info["command"]
+    config.write_text(f"agent: {agent_folder}\ngamez: 30\n")
+    with pytest.raises(SystemExit):
+        cli_main(["turn-value", "--config", str(config)])
+    assert "unknown settings ['gamez']" in capsys.readouterr().err

@@ -1,0 +1,123 @@
+"""An agent folder's files by name, and the checks each passes before it is trusted: the weights (and
+the optional turn-start value) against their config and their sha256, wherever that is recorded."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+
+from ..digest import VALUE_DIGEST, WEIGHTS_DIGEST, nonfinite, tensors_sha256
+from ..solver.value import TurnValueNet
+
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "model.safetensors"
+CARD_NAME = "README.md"
+#: The optional turn-start value (``lookahead:AGENT`` searches against it), beside the weights.
+VALUE_NAME = "turn_value.safetensors"
+#: What belongs to an agent folder: pushed, downloaded and copied; anything else stays behind.
+ARTEFACT_PATTERNS = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME, VALUE_NAME, "*.yaml"]
+
+
+class AgentError(ValueError):
+    """An agent that cannot be loaded; a ``ValueError`` so that CLIs report it as a usage error."""
+
+
+class AgentFormatError(AgentError):
+    """A folder or hub repo that is not a loadable agent; the message says which part is wrong."""
+
+
+class AgentNotFoundError(AgentError):
+    """Neither a local folder nor a hub repo (or revision) that can be reached or is cached."""
+
+
+def verify_weights(
+    state: dict[str, torch.Tensor], path: Path, saved: str | None, recorded: str | None, card: str | None
+) -> None:
+    """Refuse weights that do not match the sha256 written with them (``saved``: the safetensors
+    metadata), recorded in ``config.json`` or on the card, or that are not finite. A folder written
+    before digests loads with a warning."""
+    actual = tensors_sha256(state)
+    if saved is not None and saved != actual:
+        raise AgentFormatError(f"{path}: the weights do not match their sha256 (the file is damaged)")
+    if recorded is not None and recorded != actual:
+        raise AgentFormatError(
+            f"{path.parent / CONFIG_NAME}: the weights sha256 it records does not match {path.name} (one is damaged)"
+        )
+    on_card = re.search(rf"{WEIGHTS_DIGEST}: `([0-9a-f]+)`", card or "")
+    if on_card and on_card[1] != actual:
+        raise AgentFormatError(f"{path.parent / CARD_NAME}: the card's weights sha256 does not match {path.name}")
+    if saved is None and recorded is None and on_card is None:
+        logging.getLogger(__name__).warning(
+            "warning: %s: the weights carry no sha256 (written before digests); loaded unchecked", path
+        )
+    if bad := nonfinite(state):
+        raise AgentFormatError(f"{path}: weights that are not finite (NaN or inf) in {bad[:5]}; refusing to play them")
+
+
+def check_weights(net: torch.nn.Module, state: dict[str, torch.Tensor], path: str | Path) -> None:
+    """Raise ``AgentFormatError`` naming the missing, unexpected and mis-shaped (or mis-typed) tensors."""
+    expected = net.state_dict()
+    missing = sorted(set(expected) - set(state))
+    extra = sorted(set(state) - set(expected))
+    wrong = [
+        f"{k}: {str(state[k].dtype)[6:]}{list(state[k].shape)} != {str(v.dtype)[6:]}{list(v.shape)}"
+        for k, v in expected.items()
+        if k in state and (state[k].shape != v.shape or state[k].dtype != v.dtype)
+    ]
+    if missing or extra or wrong:
+        parts = [
+            f"{label} {names[:5]}"
+            for label, names in (("missing", missing), ("unexpected", extra), ("wrong shape or dtype", wrong))
+            if names
+        ]
+        raise AgentFormatError(f"{path}: weights do not match the config ({'; '.join(parts)})")
+
+
+def load_turn_value(directory: Path, entry: Any, card: str | None) -> tuple[TurnValueNet | None, dict]:
+    """The turn-start value ``config.json``'s ``turn_value`` entry names (None where there is none),
+    checked as the weights are: the sha256 in its file, in the config and on the card must match it."""
+
+    if entry is None:
+        return None, {}
+    config_path, path, card_path = directory / CONFIG_NAME, directory / VALUE_NAME, directory / CARD_NAME
+    if not isinstance(entry, dict) or entry.get("file") != VALUE_NAME or not isinstance(entry.get("network"), dict):
+        raise AgentFormatError(f"{config_path}: turn_value must name the file {VALUE_NAME!r} and its network")
+    if not path.is_file():
+        raise AgentFormatError(f"{directory}: missing {VALUE_NAME} (config.json names a turn-start value)")
+    try:
+        value = TurnValueNet(**entry["network"])
+    except (TypeError, ValueError) as e:
+        raise AgentFormatError(f"{config_path}: turn_value network does not build a TurnValueNet ({e})") from e
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            saved = (f.metadata() or {}).get(VALUE_DIGEST)
+            state = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open is no dict)
+    except (SafetensorError, OSError) as e:
+        raise AgentFormatError(f"{path}: corrupt safetensors file ({e})") from e
+    check_weights(value, state, path)
+    actual = tensors_sha256(state)
+    on_card = re.search(rf"{VALUE_DIGEST}: `([0-9a-f]+)`", card or "")
+    for where, digest in ((path, saved), (config_path, entry.get(VALUE_DIGEST)), (card_path, on_card and on_card[1])):
+        if digest is None and where != card_path:
+            raise AgentFormatError(f"{where}: the turn-start value carries no {VALUE_DIGEST}")
+        if digest and digest != actual:
+            raise AgentFormatError(f"{where}: its {VALUE_DIGEST} does not match {VALUE_NAME} (one is damaged)")
+    if bad := nonfinite(state):
+        raise AgentFormatError(f"{path}: turn-start value not finite (NaN or inf) in {bad[:5]}; refusing it")
+    value.load_state_dict(state)
+    info = {k: v for k, v in entry.items() if k not in ("file", "network", VALUE_DIGEST)}
+    return value.eval(), info
+
+
+def save_turn_value_file(value: TurnValueNet, directory: Path) -> None:
+    """Write ``value`` as ``VALUE_NAME`` in ``directory``, its sha256 in the metadata."""
+    state = {k: v.detach().cpu().contiguous() for k, v in value.state_dict().items()}
+    if bad := nonfinite(state):
+        raise AgentFormatError(f"{directory}: turn-start value not finite (NaN or inf) in {bad[:5]}; not saved")
+    save_file(state, str(directory / VALUE_NAME), metadata={"format": "pt", VALUE_DIGEST: tensors_sha256(state)})

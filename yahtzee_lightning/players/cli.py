@@ -1,0 +1,144 @@
+"""``yahtzee-lightning turn-value``: learn an agent's turn-start value from its own games, for ``lookahead:``.
+
+The agent plays ``games`` games; a small network learns the points that followed each turn start
+(then, with ``td_rounds``, its own one-turn backups); the value goes into the agent folder (its
+file, config.json and the card, with a sha256 checked on load). No solver table and no oracle
+label enters any loss: the exact table is read afterwards only for the diagnostic (``--no-diagnostic``
+skips it), and by ``--evaluate N`` for the regret of the look-ahead player against the network alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..cli import check_seed, plain
+
+SETTINGS_FLAGS = ("games", "seed", "hidden", "layers", "epochs", "lr", "batch_size", "td_rounds", "td_epochs")
+
+
+def read_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
+    """The YAML's settings (``ValueSettings`` fields, ``agent``, ``diagnostic_games``, ``evaluate``), or a
+    usage error naming the file and the unknown keys."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        parser.error(f"--config {path}: cannot read it ({e})")
+    if not isinstance(data, dict):
+        parser.error(f"--config {path}: a mapping of settings is expected")
+    known = {*SETTINGS_FLAGS, "agent", "diagnostic_games", "evaluate"}
+    if unknown := sorted(set(data) - known):
+        parser.error(f"--config {path}: unknown settings {unknown}; known: {sorted(known)}")
+    return data
+
+
+def diagnostic(value, player, games: int, seed: int) -> dict[str, Any]:
+    """The value against the exact table (a diagnostic, never a label): error over the turn starts of
+    ``games`` fresh self-play games, and at the empty card."""
+    from ..solver import load_or_solve
+    from ..solver.value import value_table
+    from .lookahead import self_play_turns
+
+    exact = load_or_solve(player.rules, progress=False)
+    learned = value_table(value, player.rules)
+    states, _ = self_play_turns(player, games, seed, player.rules)
+    m, u, f = states.unbind(-1)
+    err = learned[m, u, f] - exact.values[m, u, f]
+    start = exact.start_mask
+    return {
+        "against": "the exact table (diagnostic only, read after learning)",
+        "states": f"turn starts of {games:,} fresh self-play games (seed {seed})",
+        "bias": round(float(err.mean()), 3),
+        "rmse": round(float(err.square().mean().sqrt()), 3),
+        "mean_abs": round(float(err.abs().mean()), 3),
+        "empty_card": round(float(learned[start, 0, 0]), 3),
+        "optimum": round(exact.optimum, 3),
+    }
+
+
+def compare(player, lookahead, games: int) -> dict[str, Any]:
+    """Both players over the protocol's ``games`` games (seed 0): mean, regret per game, keep and box,
+    by turn and by box, and the look-ahead's seconds per game on this machine (its table built)."""
+    from ..evaluation.protocol import evaluate, play_games
+
+    start = time.perf_counter()
+    play_games(lookahead, games, 0, player.rules)  # the same games, timed without the regret's oracle
+    out = {"games": games, "seed": 0, "lookahead_seconds_per_game": round((time.perf_counter() - start) / games, 5)}
+    for key, who in (("lookahead", lookahead), ("network", player)):
+        start = time.perf_counter()
+        s = evaluate(who, games, 0, player.rules, with_optimal=False)["summary"]
+        r = s["regret"]
+        out[key] = {
+            "mean": round(s["score"]["mean"], 2),
+            "se": round(s["score"]["se"], 2),
+            "regret_per_game": round(r["per_game_mean"], 3),
+            "regret_per_keep": round(r["keep_mean"], 4),
+            "regret_per_box": round(r["box_mean"], 4),
+            "by_turn": [round(x, 3) for x in r["by_turn"]],
+            "by_box": {k: round(v, 3) for k, v in r["by_box"].items()},
+            "seconds_with_regret": round(time.perf_counter() - start, 1),
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="yahtzee-lightning turn-value",
+        description=plain(__doc__),
+        epilog="example: yahtzee-lightning turn-value --config conf/turn_value/a2c_best_stage2.yaml",
+    )
+    parser.add_argument("--agent", default=None, help="a local agent folder: it plays, and the value is written into it")
+    parser.add_argument("--config", default=None, help="a YAML of these settings (flags override it)")
+    for name in SETTINGS_FLAGS:
+        kind = float if name == "lr" else int
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None)
+    parser.add_argument("--diagnostic-games", type=int, default=None, help="games for the diagnostic (default 2000)")
+    parser.add_argument("--no-diagnostic", action="store_true", help="never read the exact table")
+    parser.add_argument("--evaluate", type=int, default=None, help="then evaluate lookahead and the network alone")
+    parser.add_argument("--device", default="cpu", help="torch device (default: cpu)")
+    args = parser.parse_args(argv)
+    values = read_config(args.config, parser) if args.config else {}
+    values.update({k: v for k, v in vars(args).items() if v is not None and k in (*SETTINGS_FLAGS, "agent")})
+    for key in ("diagnostic_games", "evaluate"):
+        if getattr(args, key) is not None:
+            values[key] = getattr(args, key)
+    agent_dir = values.pop("agent", None)
+    if agent_dir is None:
+        parser.error("--agent (or agent: in --config) is required: the agent folder that plays")
+    if not Path(agent_dir).is_dir():
+        parser.error(f"--agent {agent_dir}: not a local agent folder (the value is written into it)")
+    diagnostic_games, evaluate_games = values.pop("diagnostic_games", 2000), values.pop("evaluate", 0)
+    if diagnostic_games < 1 or evaluate_games < 0:
+        parser.error("diagnostic_games must be >= 1 and evaluate >= 0")
+    check_seed(values.get("seed", 0), parser)
+
+    from ..evaluation.cli import device_from_args
+    from ..hub import YahtzeeAgent
+    from .lookahead import ValueSettings, learn_turn_value, lookahead_player
+
+    device_from_args(args.device, parser)
+    try:
+        settings = ValueSettings(**values)
+        agent = YahtzeeAgent.from_pretrained(agent_dir)
+    except ValueError as e:
+        parser.error(str(e))
+    player = agent.player(device=args.device)
+    value, info = learn_turn_value(player, settings, args.device, log=lambda line: print(line, file=sys.stderr))
+    info["command"] = "yahtzee-lightning turn-value " + shlex.join(sys.argv[2:] if argv is None else argv)
+    if not args.no_diagnostic:
+        info["diagnostic"] = diagnostic(value, player, diagnostic_games, settings.seed + 1)
+        print(f"against the exact table (diagnostic): {info['diagnostic']}", file=sys.stderr)
+    agent.turn_value, agent.turn_value_info = value, info
+    player = agent.player(device=args.device)
+    if evaluate_games:
+        info["evaluation"] = compare(player, lookahead_player(player, agent_dir, args.device), evaluate_games)
+    agent.save_turn_value(agent_dir)
+    print(f"wrote the turn-start value into {agent_dir} ({dataclasses.asdict(settings)})")
+    return 0
