@@ -1,23 +1,38 @@
-"""The claims table of a study's report (``claims.md``), judged from its results, never written by hand.
+"""The claims of a study's report (``claims.md``), judged from its results, never written by hand.
 
-Within each ablation the cells are ranked by their final mean score over seeds, and each cell is
-tested against the next one down (and the first against the last): Welch's t-test over seeds,
-the difference of means with its 95 % interval. Each agent of T1 is tested against the greedy
-player's mean on the reference games (a one-sample t-test over its seeds). A difference whose
-interval holds 0 is "not resolved at this n": the seeds cannot tell the two apart, which is not
-the same as showing they are equal (the interval says how large a difference is still possible).
-A cell with no finished seed yet (a study still running) is listed as pending, never ranked.
+Confirmatory: the study file's hypotheses, each tested as written down before the runs, with Holm's
+correction across them (:mod:`.hypotheses`). Everything else is exploratory, and labelled so: within
+each ablation every cell against the next one down by final mean score (and the first against the
+last: pairs chosen after ranking), Welch's t-test over seeds; the factorial effects of ablations with
+two axes (main effects averaged over the other axis, the interaction) and the linear trend of an
+ordered axis, as contrasts of cell means; each agent of T1 against the greedy player on each seed's own
+final games (paired per seed) and its median of games against the paper's 241.78. A difference whose
+interval holds 0 is "not resolved at this n": the seeds cannot tell the two apart, which is not the
+same as showing they are equal. A cell with no finished seed yet is listed as pending, never ranked.
+Collapsed members (their value head explains nothing, or their keep head sits at its maximum
+entropy, at their last evaluations: ``results.collapse``) are counted per cell, with when.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from .context import Context, Series, agents, markdown_table
-from .stats import against, welch
+from . import hypotheses
+from .context import Context, Series, agents, collapsed, markdown_table
+from .stats import Comparison, against, contrast, paired, welch
 
 RESOLVED_NOT = "not resolved at this n"
 PENDING = "pending: not judged"
+EXPLORATORY = "exploratory: "
+#: The paper's headline: its best A2C's median over 100,000 games (a median of games, not a mean).
+PAPER_MEDIAN = 241.78
+#: Axis values read as ordered where they are not numbers (the entropy regimes).
+ORDERED_LABELS = ("low", "baseline", "high")
+FACTORIAL_METRICS = (("mean_score", "final mean score"), ("upper_bonus_rate", "upper-bonus rate, points of %"))
+
+
+def _verdict(c: Comparison, text: str) -> str:
+    return f"{EXPLORATORY}**{text}**" if c.resolved else f"{EXPLORATORY}{RESOLVED_NOT}"
 
 
 def ordering_claims(ctx: Context, ablation: str) -> list[list[str]]:
@@ -31,8 +46,14 @@ def ordering_claims(ctx: Context, ablation: str) -> list[list[str]]:
     rows = []
     for a, b in pairs:
         c = welch(a.finals["mean_score"], b.finals["mean_score"])
-        verdict = f"**{a.label} > {b.label}**" if c.resolved else RESOLVED_NOT
-        rows.append([ablation, f"{a.label} vs {b.label}", c.text(), verdict])
+        rows.append(
+            [
+                ablation,
+                f"{a.label} vs {b.label} (ranked after the fact)",
+                c.text(),
+                _verdict(c, f"{a.label} > {b.label}"),
+            ]
+        )
     return rows + [[ablation, s.label, "no finished seed yet", PENDING] for s in series if not finished(s)]
 
 
@@ -41,31 +62,149 @@ def finished(s: Series) -> bool:
     return "mean_score" in s.finals and bool(s.finals["mean_score"].notna().any())
 
 
+def _done(s: Series):
+    f = s.finals
+    return f[f["status"] == "done"].sort_values("seed") if "status" in f else f
+
+
 def greedy_claims(ctx: Context, ablations: list[str]) -> list[list[str]]:
-    """Rows for each agent of T1 against the greedy player's mean score on the reference games."""
+    """Rows for each agent of T1 against the greedy player on each seed's own final games (paired per
+    seed; the greedy player's mean on one member's games where the table has no per-seed numbers),
+    and its median of games against the paper's headline median."""
     greedy = (ctx.reference.get("greedy") or {}).get("score", {}).get("mean")
-    if greedy is None:
-        return []
     rows = []
     for s in agents(ctx, ablations):
-        c = against(s.finals["mean_score"], greedy)
+        f = _done(s)
         picked = f" (best of {s.picked_from} cells, after the fact)" if s.picked_from > 1 else ""
+        if "greedy/mean_score" in f and f["greedy/mean_score"].notna().all():
+            c = paired(f["mean_score"], f["greedy/mean_score"])
+            what = f"{s.label}{picked} vs greedy on each seed's games ({f['greedy/mean_score'].mean():.1f} on average)"
+        elif greedy is not None:
+            c = against(f["mean_score"], greedy)
+            what = f"{s.label}{picked} vs greedy {greedy:.1f} (one member's games)"
+        else:
+            continue
         side = "above" if c.effect > 0 else "below"
-        verdict = f"**{side} the greedy player**" if c.resolved else RESOLVED_NOT
-        rows.append(["against greedy", f"{s.label}{picked} vs greedy {greedy:.1f}", c.text(), verdict])
+        rows.append(["against greedy", what, c.text(), _verdict(c, f"{side} the greedy player")])
+        if "median" in f and s.ablation and ctx.study.cells[s.cell].task == "full_game":
+            m = against(f["median"], PAPER_MEDIAN)
+            side = "above" if m.effect > 0 else "below"
+            what = f"{s.label}{picked}: median of games, per seed, vs the paper's {PAPER_MEDIAN}"
+            rows.append(["against the paper", what, m.text(), _verdict(m, f"{side} the paper's median")])
     return rows
 
 
+def _ordered(labels: list[str]) -> bool:
+    """Whether an axis's values are ordered as listed (numbers, or low / baseline / high)."""
+    try:
+        [float(v) for v in labels]
+        return True
+    except ValueError:
+        return set(labels) <= set(ORDERED_LABELS)
+
+
+def factorial_claims(ctx: Context, ablation: str) -> list[list[str]]:
+    """An ablation's axes as a factorial: with two axes, each axis's main effect (each value against
+    the first, averaged over the other axis's values) and their interaction (how much the second
+    axis's effect, last value against first, changes between the first axis's values); with one
+    ordered axis of three values or more, its linear trend (the change per step of the axis as listed). Contrasts
+    of cell means over seeds, for the final mean score and the upper-bonus rate."""
+    ab = ctx.study.ablations[ablation]
+    axes = [a for a in ab.axes if len({labels[a] for _, labels in ab.cells}) > 1]
+    values = {a: list(dict.fromkeys(labels[a] for _, labels in ab.cells)) for a in axes}
+    cells = {tuple(labels[a] for a in axes): cid for cid, labels in ab.cells}
+    contrasts: list[tuple[str, dict[tuple, float]]] = []
+    if len(axes) == 2:
+        for i, axis in enumerate(axes):
+            first, other = values[axis][0], values[axes[1 - i]]
+            for v in values[axis][1:]:
+                coefs: dict[tuple, float] = {}
+                for o in other:
+                    coefs[(v, o) if i == 0 else (o, v)] = 1 / len(other)
+                    coefs[(first, o) if i == 0 else (o, first)] = -1 / len(other)
+                contrasts.append((f"main effect of {_short(axis)} {v} vs {first}", coefs))
+        a, b = values[axes[0]], values[axes[1]]
+        for v in a[1:]:
+            coefs = {(v, b[-1]): 1.0, (v, b[0]): -1.0, (a[0], b[-1]): -1.0, (a[0], b[0]): 1.0}
+            name = (
+                f"interaction: effect of {_short(axes[1])} {b[-1]} vs {b[0]} at {_short(axes[0])} {v} minus at {a[0]}"
+            )
+            contrasts.append((name, coefs))
+    elif len(axes) == 1 and len(values[axes[0]]) >= 3 and _ordered(values[axes[0]]):
+        # The least-squares slope on the values' places in the list: the change per step of the axis.
+        k = len(values[axes[0]])
+        ss = sum((i - (k - 1) / 2) ** 2 for i in range(k))
+        coefs = {(label,): (i - (k - 1) / 2) / ss for i, label in enumerate(values[axes[0]])}
+        contrasts.append((f"linear trend over {_short(axes[0])} {', '.join(values[axes[0]])} (per step)", coefs))
+    t = ctx.table
+    done = t[(t["stage"] == "final") & (t["status"] == "done") & t["seed"].isin(ab.seeds)]
+    rows = []
+    for metric, unit in FACTORIAL_METRICS:
+        if metric not in done:
+            continue
+        scale = 100.0 if metric.endswith("_rate") else 1.0
+        data = {k: scale * done.loc[done["cell"] == cid, metric].to_numpy() for k, cid in cells.items()}
+        for name, coefs in contrasts:
+            c = contrast(list(data.values()), [coefs.get(k, 0.0) for k in data])
+            rows.append([ablation, f"{unit}: {name} (factorial)", c.text(), _verdict(c, "an effect")])
+    return rows
+
+
+def _short(axis: str) -> str:
+    return axis.rsplit(".", 1)[-1]
+
+
+def collapse_lines(ctx: Context) -> list[str]:
+    """Per cell with collapsed members: how many of its finished seeds collapsed, which head, and when."""
+    t = ctx.table
+    lines = []
+    for ab in ctx.study.ablations.values():
+        for cid, labels in ab.cells:
+            f = t[(t["cell"] == cid) & (t["stage"] == "final") & (t["status"] == "done") & t["seed"].isin(ab.seeds)]
+            dead = f[collapsed(f)]
+            if dead.empty:
+                continue
+            when = ", ".join(
+                f"seed {int(r.seed)}: {r.collapse} from {int(r.collapsed_at):,} games (final {r.mean_score:.1f})"
+                for r in dead.itertuples()
+            )
+            alive = f[~collapsed(f)]["mean_score"]
+            rest = f"; the others {', '.join(f'{v:.1f}' for v in alive)}" if len(alive) else ""
+            lines.append(
+                f"* {ab.name}: {ctx.label(cid, labels)}: {len(dead)} of {len(f)} seeds collapsed ({when}){rest}"
+            )
+    return list(dict.fromkeys(lines))
+
+
 def write_claims(ctx: Context, path: Path) -> int:
-    """``claims.md``: every ordering of the study's ablations and every agent against the greedy
-    player, each with its test, effect, interval, n and verdict; returns the number of rows."""
+    """``claims.md``: the hypotheses (confirmatory, Holm-corrected), then every exploratory comparison,
+    each with its test, effect, interval, n and verdict, and the collapsed members; returns the rows."""
     study = ctx.study
+    parts, count = [], 0
+    if study.hypotheses:
+        confirm = hypotheses.rows(ctx)
+        count += len(confirm)
+        header = ["id", "the claim", "compared", "estimate [95 % interval] (test, n, df, p)", "Holm p", "verdict"]
+        parts += [
+            f"### Confirmatory: the {len(confirm)} hypotheses of the study file, Holm's correction across them",
+            "",
+            markdown_table(header, confirm),
+        ]
     rows = []
     for name, ab in study.ablations.items():
         if not ab.scheduler and len(ab.cells) > 1:
-            rows += ordering_claims(ctx, name)
+            rows += ordering_claims(ctx, name) + factorial_claims(ctx, name)
     rows += greedy_claims(ctx, [n for n, ab in study.ablations.items() if not ab.scheduler])
-    header = ["ablation", "comparison (final mean score)", "difference [95 % interval] (test, n, df, p)", "verdict"]
-    text = markdown_table(header, rows) if rows else "No comparison: no ablation has two cells with results.\n"
-    path.write_text(text)
-    return len(rows)
+    count += len(rows)
+    header = ["ablation", "comparison (final mean score unless named)", "difference [95 % interval] (test, n, df, p)"]
+    parts += ["### Exploratory: every other comparison (no correction; chosen after seeing the data)", ""]
+    parts += [
+        markdown_table([*header, "verdict"], rows)
+        if rows
+        else "No comparison: no ablation has two cells with results.\n"
+    ]
+    dead = collapse_lines(ctx)
+    parts += ["### Collapsed members", ""]
+    parts += dead or ["None: no member's value head or keep head had collapsed at its last evaluations."]
+    path.write_text("\n".join(parts) + "\n")
+    return count

@@ -19,6 +19,7 @@ from ..game import BOX_NAMES
 from ..game.rules import UPPER_BONUS
 from .records import digested_text, read_record
 from .results import load_plan, load_table, optimal_summary
+from .results import reference_columns as reference_columns_of
 from .runner import POOL
 from .spec import Cell, Study, StudyError
 from .stats import Interval, interval, method_text
@@ -60,6 +61,7 @@ class Context:
         self.study, self.trials = load_plan(out)
         self.table = load_table(out)
         self.reference = references(out, self.study)
+        self.table = with_greedy(out, self.reference, self.table)
 
     def label(self, cell_id: str, labels: dict[str, str]) -> str:
         """A cell's legend: its labels, a config file named by what it trains (``A2C, GAE(0.95)``)."""
@@ -148,7 +150,8 @@ def box_maxima() -> dict[str, float]:
 
 def bounds(metric: str) -> tuple[float, float]:
     """The range a quantity cannot leave: rates, shares and probabilities 0-1, fill turns 0-12
-    (stored from 0), explained variance at most 1, a box's points 0 to its most, the upper bonus
+    (stored from 0), explained variance at most 1, a head's entropy at most that of a uniform choice
+    (ln 32 keeps, ln 13 boxes), a box's points 0 to its most, the upper bonus
     0-35, a full game's score 0-1575, the rest >= 0."""
     base, _, box = metric.partition("/")
     if base.endswith("_rate") or base in ("first_box", "share_at_least_250") or base.startswith("p_ge_"):
@@ -161,7 +164,17 @@ def bounds(metric: str) -> tuple[float, float]:
         return 0.0, 12.0
     if base == "explained_variance":
         return -math.inf, 1.0
+    if base in ("entropy_roll", "entropy_score"):  # at most a uniform choice: ln 32 keeps, ln 13 boxes
+        return 0.0, math.log(32 if base == "entropy_roll" else 13)
     return 0.0, 1575.0 if base in ("mean_score", "median") else math.inf
+
+
+def collapsed(finals: pd.DataFrame) -> pd.Series:
+    """Which of these final rows are collapsed members (``results.collapse``; a table read back from
+    ``results.csv`` holds the flag as text)."""
+    if "collapsed" not in finals:
+        return pd.Series(False, index=finals.index)
+    return finals["collapsed"].astype(str) == "True"
 
 
 def stat(values: pd.Series | np.ndarray, metric: str) -> Interval:
@@ -217,6 +230,43 @@ def references(out: Path, study: Study) -> dict[str, Any]:
     ref = {"key": key, "optimal": optimal, "greedy": greedy, "single_turn": single}
     path.write_text(digested_text(ref))
     return ref
+
+
+def with_greedy(out: Path, ref: dict[str, Any], table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with the greedy player's numbers on each member's own final-evaluation games
+    (``greedy/...`` beside the members' ``optimal/...``), so that a member is judged against both
+    on its own dice, paired per seed. Played once per seed and cached in ``reference.json``; a
+    folder without run folders (a committed copy) uses what is cached."""
+    if not ref or "final_seed" not in table:
+        return table
+    finals = table[(table["stage"] == "final") & table["final_seed"].notna() & table["final_games"].notna()]
+    keys = {
+        _games_key(s, g): (int(s), int(g)) for s, g in zip(finals["final_seed"], finals["final_games"], strict=True)
+    }
+    cached = ref.setdefault("greedy_by_seed", {})
+    missing = [k for k in keys if k not in cached]
+    if missing and (out / "runs").is_dir():
+        from ..evaluation import evaluate
+        from ..game import Rules
+        from ..players import GreedyPlayer
+
+        rules = Rules()
+        for k in missing:
+            seed, games = keys[k]
+            summary = evaluate(GreedyPlayer(rules), games, seed, rules, with_optimal=False, regret=False)["summary"]
+            cached[k] = reference_columns_of(summary)
+        (out / REFERENCE).write_text(digested_text(ref))
+    table = table.copy()
+    at = table.index.isin(finals.index)
+    seeds = [_games_key(s, g) for s, g in zip(table.loc[at, "final_seed"], table.loc[at, "final_games"], strict=True)]
+    for column in sorted({c for k in seeds if k in cached for c in cached[k]}):
+        table.loc[at, f"greedy/{column}"] = [cached.get(k, {}).get(column, math.nan) for k in seeds]
+    return table
+
+
+def _games_key(seed: float, games: float) -> str:
+    """A final evaluation's games, as ``reference.json`` names them: their seed and number."""
+    return f"{int(seed)}#{int(games)}"
 
 
 def reference_lines(ax: Any, ctx: Context, metric: str, horizontal: bool = True) -> list[float]:

@@ -17,6 +17,7 @@ from .context import (
     Series,
     agents,
     best_member,
+    collapsed,
     curve,
     new_figure,
     pareto_front,
@@ -36,11 +37,16 @@ def draw_curves(metric: str, ylabel: str, refs: bool = True) -> Callable[[Contex
         points, scale, top = 0, percent(metric), [0.0]
         ends: list[tuple[float, float, str, Any]] = []  # each curve's last point and its change
         for s in ctx.all_series(ablations):
-            games, mean, low, high = curve(s.evals, metric)
+            evaluations = curve(s.evals, metric)
+            games, mean, low, high = with_final(s, metric, *evaluations)
             if len(games) == 0:
                 continue
             points += len(games)
-            (line,) = ax.plot(games, scale * mean, marker="o", markersize=3, label=s.label)
+            dead = collapsed_members(s)
+            label = s.label + (f" ({dead} of {s.finals['seed'].nunique()} seeds collapsed)" if dead else "")
+            (line,) = ax.plot(games, scale * mean, marker="o", markersize=3, label=label)
+            if len(games) > len(evaluations[0]):  # the final evaluation: a square
+                ax.plot(games[-1:], scale * mean[-1:], marker="s", markersize=6, color=line.get_color())
             ax.fill_between(games, scale * low, scale * high, color=line.get_color(), alpha=0.2)
             top.append(float(np.nanmax(scale * high)))
             change = last_quarter_change(games, scale * mean)
@@ -62,15 +68,47 @@ def draw_curves(metric: str, ylabel: str, refs: bool = True) -> Callable[[Contex
     return draw
 
 
+#: The quantities a member's final evaluation measures anew (the others, head entropies and explained
+#: variance, are the last training batch's, already the curve's last point).
+FINAL_METRICS = ("mean_score", "upper_bonus_rate", "yahtzee_rate", "single_turn_score")
+
+
+def with_final(s: Series, metric: str, games, mean, low, high) -> tuple[np.ndarray, ...]:
+    """A curve with its cell's final evaluation appended as its last point, at the games trained, so
+    that the last quarter's change includes it (its own interval over the seeds)."""
+    f = s.finals[s.finals["status"] == "done"] if "status" in s.finals else s.finals
+    if metric not in FINAL_METRICS or metric not in f or f[metric].dropna().empty or f["games"].dropna().empty:
+        return games, mean, low, high
+    at = float(f["games"].max())
+    if len(games) and at <= games[-1]:
+        return games, mean, low, high
+    st = stat(f[metric], metric)
+    ends = (st.low, st.high) if st.has_interval else (st.mean, st.mean)
+    return (
+        np.append(games, at),
+        np.append(mean, st.mean),
+        np.append(low, ends[0]),
+        np.append(high, ends[1]),
+    )
+
+
+def collapsed_members(s: Series) -> int:
+    """How many of a cell's finished members collapsed (``results.collapse``)."""
+    return int(collapsed(s.finals).sum())
+
+
 def label_ends(ax: Any, ends: list[tuple[float, float, str, Any]]) -> None:
     """Write each curve's label just right of its last point, moved up only as far as needed for
-    labels of curves that end close together not to overlap (lowest first, a line apart)."""
+    labels of curves that end close together not to overlap (lowest first, a line apart). The layout
+    is settled first, and the labels take no part in it: a label outside the axes would otherwise
+    shrink them afterwards, and the labels' spacing with them."""
     if not ends:
         return
     fig = ax.figure
+    fig.tight_layout()
     low, high = ax.get_ylim()
     points_per_unit = ax.get_window_extent().height * 72 / fig.dpi / (high - low)
-    gap = 8.5  # points: a 7-point label's height and a little air
+    gap = 10.0  # points: a 7-point label's height (about 7) and air
     placed: list[float] = []
     for x, y, text, color in sorted(ends, key=lambda e: e[1]):
         at = y * points_per_unit
@@ -86,7 +124,7 @@ def label_ends(ax: Any, ends: list[tuple[float, float, str, Any]]) -> None:
             va="center",
             color=color,
             annotation_clip=False,
-        )
+        ).set_in_layout(False)
 
 
 def last_quarter_change(games: np.ndarray, values: np.ndarray) -> float | None:
@@ -115,6 +153,15 @@ def draw_bars(metrics: tuple[tuple[str, str], ...]) -> Callable[[Context, list[s
             y = np.arange(len(series))
             err = np.array([st.errors() for st in stats]).T * scale
             ax.barh(y, [scale * st.mean for st in stats], xerr=err, capsize=3, color="tab:blue", alpha=0.8)
+            named = False
+            for row, srs in zip(y, series, strict=True):  # every member; a collapsed one as a red cross
+                f = srs.finals.dropna(subset=[metric]) if metric in srs.finals else srs.finals.iloc[:0]
+                dead = collapsed(f)
+                ax.plot(scale * f.loc[~dead, metric], np.full((~dead).sum(), row), "o", color="black", ms=2.5)
+                if dead.any():
+                    label = None if named else "collapsed member"
+                    ax.plot(scale * f.loc[dead, metric], np.full(dead.sum(), row), "x", color="red", ms=6, label=label)
+                    named = True
             top = reference_lines(ax, ctx, metric, horizontal=False)
             if scale != 1:  # a rate, in % from 0 to a little above the highest value drawn
                 ends = [scale * (st.high if st.has_interval else st.mean) for st in stats]
@@ -122,7 +169,8 @@ def draw_bars(metrics: tuple[tuple[str, str], ...]) -> Callable[[Context, list[s
             ax.set_yticks(y, [s.label for s in series] if i == 0 else [""] * len(series), fontsize=8)
             ax.invert_yaxis()
             ax.set_xlabel(xlabel)
-            ax.legend(fontsize=7, loc="lower right")
+            if i == len(metrics) - 1:  # beside the last panel, never over a bar or its error bar
+                ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
             ax.grid(axis="x", alpha=0.3)
         save_figure(fig, path)
         return points
@@ -297,5 +345,43 @@ def draw_regret(ctx: Context, ablations: list[str], path: Path) -> int:
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
+    save_figure(fig, path)
+    return points
+
+
+def draw_profiles(ctx: Context, ablations: list[str], path: Path) -> int:
+    """Performance profiles (rliable's run-score distributions): for each cell, the share of its seeds
+    whose final mean score is above each threshold, with a stratified bootstrap band over the seeds."""
+    from .stats import bootstrap, performance_profile
+
+    series = [s for s in ctx.all_series(ablations) if "mean_score" in s.finals]
+    finals = [s.finals.loc[s.finals["status"] == "done", "mean_score"].dropna() for s in series]
+    values = np.concatenate([f.to_numpy() for f in finals]) if finals else np.array([])
+    if not len(values):
+        fig, ax = new_figure()
+        save_figure(fig, path)
+        return 0
+    ref = ctx.reference
+    refs = [ref["optimal"]["exact_expected_score"], ref["greedy"]["score"]["mean"]] if ref else []
+    lo, hi = min([values.min(), *refs]) - 5, max([values.max(), *refs]) + 5
+    taus = np.linspace(lo, hi, 200)
+    fig, ax = new_figure()
+    points = 0
+    for s, f in zip(series, finals, strict=True):
+        x = f.to_numpy()
+        if not len(x):
+            continue
+        points += len(x)
+        profile = performance_profile(x, taus)
+        (line,) = ax.plot(taus, profile, label=f"{s.label} ({len(x)} seeds)")
+        if len(x) > 1:
+            bands = np.array([bootstrap(lambda v, t=t: float((v > t).mean()), x)[1:] for t in taus[::5]])
+            ax.fill_between(taus[::5], bands[:, 0], bands[:, 1], color=line.get_color(), alpha=0.15)
+    reference_lines(ax, ctx, "mean_score", horizontal=False)
+    ax.set_xlabel("final mean score (tau)")
+    ax.set_ylabel("share of seeds scoring above tau")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(alpha=0.3)
     save_figure(fig, path)
     return points

@@ -26,20 +26,42 @@ from .context import (
     Context,
     Exhibit,
 )
-from .figures import draw_agent_bars, draw_bars, draw_curves, draw_pareto, draw_population, draw_regret
+from .figures import (
+    draw_agent_bars,
+    draw_bars,
+    draw_curves,
+    draw_pareto,
+    draw_population,
+    draw_profiles,
+    draw_regret,
+)
+from .fit_config import compose
 from .ownership import REPORT, locked
 from .records import SESSIONS, read_lines
-from .spec import EXHIBIT_IDS, StudyError
-from .tables import FRESH, table_distribution, table_entropy, table_population, table_summary
+from .spec import EXHIBIT_IDS, Study, StudyError
+from .tables import (
+    FRESH,
+    table_aggregates,
+    table_distribution,
+    table_entropy,
+    table_improvement,
+    table_population,
+    table_summary,
+)
 
 BARS, TABLE = "error bars", "brackets"
+BOOT = "stratified bootstrap"
 CLAIMS = "claims.md"
 CLAIMS_NOTE = (
-    "Final mean scores over seeds. Within each ablation every cell is tested against the next one down by its mean "
-    "(and the first against the last): Welch's t-test over seeds, the difference of means with its 95 % interval; "
-    "each agent of T1 (picked after the fact) against the greedy player's mean on the reference games, a one-sample "
-    "t-test over its seeds. Not resolved at this n: the interval holds 0, so these seeds cannot order the two; a "
-    "difference as large as the interval's ends is still possible."
+    "Confirmatory: the study file's hypotheses, written down before the runs, each tested as written (two-sided "
+    "p; Welch's t-test between cells, a paired t-test against a reference player on each seed's own games, a "
+    "one-sample t-test against a number, the Brown-Forsythe test for a spread over seeds), with Holm's correction "
+    "across them. Exploratory, and labelled so: every other comparison, without correction: within each ablation "
+    "each cell against the next one down by its final mean (pairs chosen after ranking), the factorial effects "
+    "(contrasts of cell means, Welch-Satterthwaite df), each agent of T1 (picked after the fact) against the "
+    "greedy player on each seed's own games (paired) and its median of games against the paper's 241.78. Not "
+    "resolved at this n: the interval holds 0, so these seeds cannot order the two; a difference as large as the "
+    "interval's ends is still possible."
 )
 EXHIBITS: dict[str, Exhibit] = {
     "S1": Exhibit(
@@ -48,7 +70,7 @@ EXHIBITS: dict[str, Exhibit] = {
     "S2": Exhibit(
         "Single-turn agent: full-game score over training", draw_curves("mean_score", "full-game mean score")
     ),
-    "S3": Exhibit("Pareto frontier: single-turn against full-game score", draw_pareto, spread=BARS),
+    "S3": Exhibit("Single-turn against full-game score, per cell and member", draw_pareto, spread=BARS),
     "S4": Exhibit(
         "Single-turn agent: mean points per box in full games, beside the greedy and optimal players",
         draw_agent_bars("box_mean", BOX_NAMES, "mean points per game"),
@@ -114,6 +136,9 @@ EXHIBITS: dict[str, Exhibit] = {
     "R1": Exhibit(
         "Regret against the optimal player on the same dice, by box scored and by turn", draw_regret, spread=BARS
     ),
+    "A1": Exhibit("Final mean score over seeds: mean, median and interquartile mean", table_aggregates, "md", BOOT),
+    "A2": Exhibit("Probability of improvement between cells", table_improvement, "md", BOOT),
+    "A3": Exhibit("Performance profiles: the share of seeds above each score", draw_profiles, spread=BOOT),
 }
 
 
@@ -121,9 +146,12 @@ assert set(EXHIBITS) == set(EXHIBIT_IDS), "every exhibit id has its drawing"
 
 
 CURVE = (
-    "Each line: a cell's {what} at each evaluation during training, mean over its seeds; band: its interval. The "
-    "number at a line's end: its change over the last quarter of training (from the evaluation nearest 75 % of its "
-    "games to the last), positive where it was still rising when training stopped."
+    "Each line: a cell's {what} at each evaluation during training (circles) and at its final evaluation at the "
+    "end of training (a square, on the final evaluation's games), mean over its seeds; band: its interval. The "
+    "number at a line's end: its change over the last quarter of training, from the evaluation nearest 75 % of its "
+    "games to its last point (the final evaluation where the quantity has one), positive where it was still rising "
+    "when training stopped. The legend counts a cell's collapsed seeds (value head or keep head dead at its last "
+    "evaluations)."
 )
 LEGEND = "The legend names what each line trains: the algorithm and its advantage (TD(0), GAE(lambda), Monte Carlo)."
 NOTES = {
@@ -131,10 +159,21 @@ NOTES = {
     + " Dotted: the greedy player, which is the exact optimum of a single turn; dashed: the optimal full-game "
     "player's points in one turn (it gives points up for later turns).",
     "S2": CURVE.format(what="full-game mean score") + " Dashed: the exact optimum; dotted: the greedy player.",
-    "S3": "Faint points: members; squares: a cell's mean over seeds, error bars its intervals on both axes.",
+    "S3": "Faint points: members; squares: a cell's mean over seeds, error bars its intervals on both axes; where "
+    "cells trade one score for the other, the non-dominated cells are joined (no line: no trade-off).",
+    "A1": "Per cell, over its finished seeds' final mean scores: the mean, the median and the interquartile mean "
+    "(the mean of the middle half), each with a 95 % stratified bootstrap interval (2,000 resamples of the seeds, "
+    "percentile; rliable's method, here on numpy and scipy). Collapsed: seeds whose value head or keep head was "
+    "dead at their last evaluations (counted in, not left out).",
+    "A2": "P(X > Y): the chance that a seed of X ends with a higher final mean score than a seed of Y (ties count "
+    "half; the Mann-Whitney U over the pairs), with its 95 % stratified bootstrap interval (each cell's seeds "
+    "resampled on their own). 0.5: no order.",
+    "A3": "For each score tau, the share of a cell's seeds whose final mean score is above it (a run-score "
+    "distribution); band: 95 % stratified bootstrap interval. Dashed: the exact optimum, dotted: the greedy player.",
     "S4": "Per box in full games (where every box is filled once), the greedy and optimal players on the same games.",
     "F1": CURVE.format(what="mean score") + " " + LEGEND,
-    "F2": "Every cell of the study; dashed: the exact optimum, dotted: the greedy player. " + LEGEND,
+    "F2": "Every cell of the study; dots: its members, red crosses: collapsed members; dashed: the exact optimum, "
+    "dotted: the greedy player. " + LEGEND,
     "F3": "Rates in % of the final evaluation's games. " + LEGEND,
     "F4": CURVE.format(what="mean score"),
     "F5": CURVE.format(what="upper-bonus rate (% of the evaluation's games)"),
@@ -181,10 +220,11 @@ def _write_report(out: Path, force: bool) -> Path:
     folder = out / REPORT
     ctx = Context(out)  # study.json, results: refused here, before anything is deleted
     study = ctx.study
-    names = ["index.md", "exhibits.json", CLAIMS] + [f"{eid}.{EXHIBITS[eid].suffix}" for eid in study.exhibits]
+    exhibits = {**study.exhibits, **beside_the_mean(study)}
+    names = ["index.md", "exhibits.json", CLAIMS] + [f"{eid}.{EXHIBITS[eid].suffix}" for eid in exhibits]
     report = clear_report(folder, force, names)
     folder.mkdir(parents=True, exist_ok=True)
-    lines = [f"# Study {study.name} (profile {study.profile})", "", study.description, ""]
+    lines = [f"# Study {study.name} (profile {study.profile})", "", study.description, "", *setting_lines(ctx)]
     lines += _status_lines(ctx)
     manifest: dict[str, dict] = {}
     if not (ctx.table["status"] == "done").any():  # right after the start, or every run failed
@@ -194,7 +234,7 @@ def _write_report(out: Path, force: bool) -> Path:
         report.add(["exhibits.json", "index.md"])
         return index
     written = []
-    for eid, ablations in study.exhibits.items():
+    for eid, ablations in exhibits.items():
         ex = EXHIBITS[eid]
         path = folder / f"{eid}.{ex.suffix}"
         points = ex.draw(ctx, ablations, path)
@@ -215,6 +255,43 @@ def _write_report(out: Path, force: bool) -> Path:
     report.add([CLAIMS, "exhibits.json", "index.md"])
     Manifest.read(out).add([n for n in (FRESH, REFERENCE) if (out / n).is_file()])  # the report's caches
     return index
+
+
+def beside_the_mean(study: Study) -> dict[str, list[str]]:
+    """A1-A3 (median and IQM, probability of improvement, performance profiles) for every report: of the
+    ablations of the algorithm comparison (F1's) where the study draws it, else of every ablation
+    without a scheduler; a study file may name them itself."""
+    pool = [n for n, ab in study.ablations.items() if not ab.scheduler and len(ab.cells) > 1]
+    source = study.exhibits.get("F1", pool)
+    return {eid: source for eid in ("A1", "A2", "A3") if eid not in study.exhibits and source}
+
+
+def setting_lines(ctx: Context) -> list[str]:
+    """The report's first lines: the network and budget every cell trained with, so that a reader sees
+    at once where they differ from the paper's (600 x 3 networks, 1,000,000 games a run)."""
+    shapes, budgets = set(), set()
+    for cell in ctx.study.cells.values():
+        args = (
+            compose(Path(cell.base).read_text(), cell.overrides).get("model", {}).get("init_args", {})
+            if Path(cell.base).exists()
+            else {}
+        )
+        if cell.task == "full_game" and "d_h" in args:
+            shapes.add(f"{args['d_h']} x {args.get('n_layers', '?')}")
+            budgets.add(cell.total_games)
+    if not shapes:
+        return []
+    differs = shapes != {"600 x 3"} or budgets != {1_000_000}
+    text = (
+        f"**Networks and budget of the full-game cells: trunk {' / '.join(sorted(shapes))}, "
+        f"{' / '.join(f'{b:,}' for b in sorted(budgets))} games a run"
+        + (
+            " (the paper: 600 x 3, 1,000,000 games): smaller than the paper's, the same for every algorithm.**"
+            if differs
+            else ", as in the paper.**"
+        )
+    )
+    return [text, ""]
 
 
 def clear_report(folder: Path, force: bool, names: list[str] | None = None) -> Manifest:

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from .records import LOG, read_final, read_lines, read_record
-from .spec import Study, StudyError
+from .spec import REFERENCE_METRICS, Study, StudyError
 
 PLAN = "study.json"
 TABLE = "results.csv"
@@ -149,9 +149,59 @@ def collect(out: str | Path) -> pd.DataFrame:
             final = final_columns(rec["summary"]) if rec.get("summary") else {}
             settings = {f"setting/{k}": v for k, v in (rec.get("settings") or {}).items()}
             row = {**ident, "seed": seed, "stage": "final", "games": rec.get("games"), **carried, **settings, **final}
+            row |= collapse(evals[member]) | {"final_seed": rec.get("final_seed")}
+            if rec.get("optimal"):  # the optimal player on this member's own final games: paired per seed
+                row |= {f"optimal/{k}": v for k, v in reference_columns(rec["optimal"]).items()}
             row |= {k: rec[k] for k in ("node", "host") if k in rec}  # where it finished (a study on a cluster)
             rows.append(row | {"single_turn_score": rec.get("single_turn_score")})
     return pd.DataFrame(rows)
+
+
+#: A head that learns nothing, at the member's last evaluations: the value head explains no more of
+#: the returns' variance than this, or the keep head's entropy is this close to its maximum, ln 32
+#: (a uniform choice among the 32 keeps: random rerolls).
+DEAD_VALUE = 0.01
+DEAD_KEEP = 0.99 * math.log(32)
+COLLAPSE_WINDOW = 2  # the last evaluations a collapse must hold at
+
+
+def collapse(evals: list[dict[str, Any]]) -> dict[str, Any]:
+    """Whether a member collapsed: at each of its last ``COLLAPSE_WINDOW`` evaluations its value head
+    explained at most ``DEAD_VALUE`` of the variance, or its keep head sat at its maximum entropy.
+    ``collapse`` names the head(s), ``collapsed_at`` the games trained at the first evaluation from
+    which it held to the end (empty where it did not collapse)."""
+
+    def dead(e: dict[str, Any]) -> set[str]:
+        out = set()
+        if _number(e.get("explained_variance")) <= DEAD_VALUE:
+            out.add("value head")
+        if _number(e.get("entropy_roll"), -math.inf) >= DEAD_KEEP:
+            out.add("keep head")
+        return out
+
+    rows = sorted((e for e in evals if e.get("games") is not None), key=lambda e: e["games"])
+    if len(rows) < COLLAPSE_WINDOW:
+        return {"collapsed": False, "collapse": "", "collapsed_at": math.nan}
+    heads = set.intersection(*(dead(e) for e in rows[-COLLAPSE_WINDOW:]))
+    if not heads:
+        return {"collapsed": False, "collapse": "", "collapsed_at": math.nan}
+    start = len(rows) - 1
+    while start > 0 and heads & dead(rows[start - 1]):
+        start -= 1
+    return {"collapsed": True, "collapse": " and ".join(sorted(heads)), "collapsed_at": rows[start]["games"]}
+
+
+def _number(value: Any, missing: float = math.inf) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return missing
+    return x if math.isfinite(x) else missing
+
+
+def reference_columns(summary: dict[str, Any]) -> dict[str, Any]:
+    """The quantities a reference player has on a member's games (a hypothesis may pair with them)."""
+    return {k: v for k, v in final_columns(summary).items() if k.partition("/")[0] in REFERENCE_METRICS}
 
 
 def write_table(out: str | Path) -> pd.DataFrame:

@@ -29,8 +29,9 @@ import yaml
 from .fit_config import accepts_ensemble, cell_id, compose, parse_fit_config
 
 #: Every exhibit a study can ask for (report.py draws each): the single-turn task (S), the full
-#: game (F), the tables (T), per-agent profiles of play (P), population-based training (B) and the
-#: regret against the optimum by turn and by box (R).
+#: game (F), the tables (T), per-agent profiles of play (P), population-based training (B), the
+#: regret against the optimum by turn and by box (R), and aggregates over seeds beside the mean (A:
+#: median and IQM, probability of improvement, performance profiles).
 EXHIBIT_IDS = (
     *(f"S{i}" for i in range(1, 5)),
     *(f"F{i}" for i in range(1, 14)),
@@ -40,6 +41,9 @@ EXHIBIT_IDS = (
     "B1",
     "B2",
     "R1",
+    "A1",
+    "A2",
+    "A3",
 )
 SCHEDULERS = ("asha", "pbt")
 SEEDS_AS = ("auto", "runs", "members")

@@ -11,7 +11,7 @@ degrees of freedom); a difference whose interval holds 0 is "not resolved at thi
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 
@@ -150,3 +150,103 @@ def method_text(ns: Iterable[int], what: str = "") -> str:
     if 1 in ns:
         text += "; a cell with one seed has no interval"
     return text
+
+
+def paired(values: Iterable[float], references: Iterable[float], level: float = LEVEL) -> Comparison:
+    """``mean(values - references)`` over seeds, each seed against a reference on its own games (a
+    one-sample t-test of the per-seed differences, ``n - 1`` df); pairs with a missing side are dropped."""
+    x, y = np.asarray(list(values), dtype=float), np.asarray(list(references), dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    c = against(x[keep] - y[keep], 0.0, level)
+    return Comparison(c.effect, c.low, c.high, c.p, c.n.replace("seeds", "seeds, paired"), c.df, "paired t-test")
+
+
+def contrast(groups: list[Iterable[float]], coefs: list[float], level: float = LEVEL) -> Comparison:
+    """A contrast ``sum(c_j * mean_j)`` of cell means (a main effect, an interaction, a trend), its
+    interval and p by Welch-Satterthwaite: each cell's variance its own, as in :func:`welch`."""
+    used = [(c, _finite(g)) for c, g in zip(coefs, groups, strict=True) if c]
+    n = " / ".join(str(len(x)) for _, x in used) + " seeds"
+    test = "contrast of cell means, Welch-Satterthwaite df"
+    if any(len(x) < 2 for _, x in used):
+        effect = float(sum(c * x.mean() for c, x in used)) if all(len(x) for _, x in used) else math.nan
+        return Comparison(effect, math.nan, math.nan, math.nan, n, math.nan, test)
+    effect = float(sum(c * x.mean() for c, x in used))
+    parts = [(c * c * x.var(ddof=1) / len(x), len(x)) for c, x in used]
+    var = sum(v for v, _ in parts)
+    denom = sum(v * v / (k - 1) for v, k in parts)
+    return _compare(effect, math.sqrt(var), var * var / denom if denom else math.inf, n, test, level)
+
+
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm's step-down adjustment of a family of p-values (in their order; NaN stays NaN): the
+    family-wise error rate held at the level across all of them."""
+    p = np.asarray(pvalues, dtype=float)
+    ok = np.flatnonzero(np.isfinite(p))
+    adjusted = np.full(len(p), math.nan)
+    order = ok[np.argsort(p[ok], kind="stable")]
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * p[i]))
+        adjusted[i] = running
+    return adjusted.tolist()
+
+
+def iqm(values: Iterable[float]) -> float:
+    """The interquartile mean: the mean of the middle half (25 % trimmed from each end), as rliable's."""
+    from scipy.stats import trim_mean
+
+    x = _finite(values)
+    return float(trim_mean(x, 0.25)) if len(x) else math.nan
+
+
+BOOTSTRAP_REPS = 2000
+
+
+def bootstrap(
+    func: Callable[..., float],
+    *samples: Iterable[float],
+    reps: int = BOOTSTRAP_REPS,
+    level: float = LEVEL,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """``func`` of the samples with its stratified bootstrap percentile interval: each sample (an
+    algorithm's seeds, a stratum) resampled with replacement on its own, as rliable does over runs
+    within each task. Returns (estimate, low, high); NaN ends with fewer than 2 values in a sample."""
+    xs = [_finite(s) for s in samples]
+    estimate = float(func(*xs)) if all(len(x) for x in xs) else math.nan
+    if any(len(x) < 2 for x in xs):
+        return estimate, math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    draws = np.array([func(*(x[rng.integers(0, len(x), len(x))] for x in xs)) for _ in range(reps)], dtype=float)
+    low, high = np.nanquantile(draws, [(1 - level) / 2, (1 + level) / 2])
+    return estimate, float(low), float(high)
+
+
+def probability_of_improvement(x: Iterable[float], y: Iterable[float]) -> float:
+    """P(X > Y) + P(X = Y) / 2 for a run of X and a run of Y drawn at random (the Mann-Whitney U over
+    n * m; rliable's probability of improvement on one task)."""
+    a, b = _finite(x), _finite(y)
+    if not len(a) or not len(b):
+        return math.nan
+    diff = a[:, None] - b[None, :]
+    return float(((diff > 0) + 0.5 * (diff == 0)).mean())
+
+
+def performance_profile(values: Iterable[float], taus: np.ndarray) -> np.ndarray:
+    """The share of runs scoring above each threshold ``tau`` (rliable's run-score distribution)."""
+    x = _finite(values)
+    return (x[None, :] > np.asarray(taus, dtype=float)[:, None]).mean(1) if len(x) else np.full(len(taus), math.nan)
+
+
+def spread(a: Iterable[float], b: Iterable[float], level: float = LEVEL) -> Comparison:
+    """Whether ``a``'s seeds spread more than ``b``'s: the difference of their SDs, its stratified
+    bootstrap interval, and the Brown-Forsythe test of equal spread (Levene's, about the medians)."""
+    from scipy.stats import levene
+
+    x, y = _finite(a), _finite(b)
+    n, test = f"{len(x)} vs {len(y)} seeds", "Brown-Forsythe test; SD difference, bootstrap interval"
+    if len(x) < 2 or len(y) < 2:
+        return Comparison(math.nan, math.nan, math.nan, math.nan, n, math.nan, test)
+    effect, low, high = bootstrap(lambda u, v: u.std(ddof=1) - v.std(ddof=1), x, y, level=level)
+    p = float(levene(x, y, center="median").pvalue)
+    return Comparison(effect, low, high, p if math.isfinite(p) else 1.0, n, float(len(x) + len(y) - 2), test)

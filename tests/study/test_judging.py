@@ -1,0 +1,128 @@
+"""The report's judging machinery: Holm's correction, the aggregates beside the mean (median, IQM,
+probability of improvement, performance profiles, stratified bootstrap), contrasts for factorial
+axes, hypotheses judged with their direction, and collapsed members found from their last evaluations."""
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from yahtzee_lightning.study import hypotheses
+from yahtzee_lightning.study.claims import factorial_claims
+from yahtzee_lightning.study.results import DEAD_KEEP, collapse
+from yahtzee_lightning.study.spec import Ablation, Hypothesis
+from yahtzee_lightning.study.stats import (
+    bootstrap,
+    contrast,
+    holm,
+    iqm,
+    paired,
+    performance_profile,
+    probability_of_improvement,
+    welch,
+)
+
+
+def test_holm_multiplies_the_smallest_p_by_the_family_size_and_keeps_the_order():
+    raw = [0.01, 0.04, 0.03, math.nan, 0.5]
+    adjusted = holm(raw)
+    assert adjusted[0] == pytest.approx(0.04) and adjusted[2] == pytest.approx(0.09)
+    assert adjusted[1] == pytest.approx(0.09)  # 2 x 0.04 = 0.08, raised to the step before it
+    assert math.isnan(adjusted[3]) and adjusted[4] == pytest.approx(0.5)
+    assert all(a >= r for a, r in zip(adjusted, raw, strict=True) if not math.isnan(r))
+
+
+def test_the_aggregates_beside_the_mean():
+    from scipy.stats import trim_mean
+
+    x = [95.0, 97.0, 98.0, 204.0, 210.0, 99.0, 101.0, 200.0]
+    assert iqm(x) == pytest.approx(trim_mean(x, 0.25))
+    assert probability_of_improvement([3, 4], [1, 2]) == 1.0
+    assert probability_of_improvement([2, 2], [2, 2]) == 0.5
+    assert probability_of_improvement([1, 3], [2, 2]) == 0.5
+    est, low, high = bootstrap(np.median, x)
+    assert est == np.median(x) and low <= est <= high
+    assert bootstrap(np.median, x) == (est, low, high)  # seeded: the same interval every time
+    assert np.isnan(bootstrap(np.mean, [1.0])[1])
+    profile = performance_profile([1.0, 2.0, 3.0, 4.0], np.array([0.0, 2.5, 5.0]))
+    assert profile.tolist() == [1.0, 0.5, 0.0]
+
+
+def test_a_contrast_of_two_cells_is_welchs_test_and_a_pairing_uses_each_seeds_own_reference():
+    a, b = [201.0, 202.0, 199.5], [180.0, 181.5, 179.0, 182.0]
+    c, w = contrast([b, a], [-1, 1]), welch(a, b)
+    assert (c.effect, c.low, c.high, c.p) == pytest.approx((w.effect, w.low, w.high, w.p))
+    # Greedy scores 215-219 on each seed's games: pairing removes the games' share of the spread.
+    p = paired([220.0, 224.0, 223.5], [215.5, 219.3, 219.0])
+    assert p.effect == pytest.approx(np.mean([4.5, 4.7, 4.5])) and p.resolved and "paired" in p.test
+
+
+def test_a_member_whose_heads_died_at_its_last_evaluations_is_collapsed_from_when_they_died():
+    def ev(games, ev, ent):
+        return {"games": games, "explained_variance": ev, "entropy_roll": ent}
+
+    dead = [ev(1000, 0.5, 2.0), ev(2000, 0.0, 3.46), ev(3000, 0.0, 3.462), ev(4000, 0.0, 3.461)]
+    c = collapse(dead)
+    assert c == {"collapsed": True, "collapse": "keep head and value head", "collapsed_at": 2000}
+    recovered = [ev(1000, -0.07, 2.0), ev(2000, 0.66, 1.9), ev(3000, 0.72, 1.8)]
+    assert collapse(recovered)["collapsed"] is False
+    once = [ev(1000, 0.5, 2.0), ev(2000, 0.5, 2.0), ev(3000, 0.005, 2.0)]  # one evaluation is not its last ones
+    assert collapse(once)["collapsed"] is False
+    keep = [ev(1000, 0.5, DEAD_KEEP + 0.01), ev(2000, 0.4, DEAD_KEEP + 0.01)]
+    assert collapse(keep)["collapse"] == "keep head"
+
+
+def _context(cells: dict[str, list[float]], hyps: list[Hypothesis], extra=None, axes=("algorithm",), labels=None):
+    rows = []
+    for cid, values in cells.items():
+        for seed, v in enumerate(values):
+            row = {"cell": cid, "stage": "final", "status": "done", "seed": seed, "mean_score": v}
+            rows.append(row | ((extra or {}).get(cid, {}).get(seed, {})))
+    cell_labels = labels or {cid: {"algorithm": cid} for cid in cells}
+    ab = Ablation("algorithm", list(axes), [(cid, cell_labels[cid]) for cid in cells], list(range(8)))
+    study = SimpleNamespace(ablations={"algorithm": ab}, hypotheses={h.id: h for h in hyps})
+    return SimpleNamespace(study=study, table=pd.DataFrame(rows))
+
+
+def test_hypotheses_are_judged_in_their_direction_with_holms_correction():
+    cells = {
+        "a2c": [230.0, 231.0, 229.5, 230.5],
+        "reinforce": [200.0, 201.0, 199.0, 200.5],
+        "ppo": [230.2, 229.8, 230.4, 229.9],
+    }
+    greedy = {"a2c": {s: {"greedy/mean_score": 215.0 + s} for s in range(4)}}
+    hyps = [
+        Hypothesis("H1", "A2C beats REINFORCE", "algorithm", "mean_score", ["a2c", "reinforce"], "greater"),
+        Hypothesis("H2", "REINFORCE beats A2C", "algorithm", "mean_score", ["reinforce", "a2c"], "greater"),
+        Hypothesis("H3", "either", "algorithm", "mean_score", ["ppo", "a2c"], "either"),
+        Hypothesis("H4", "A2C above greedy", "algorithm", "mean_score", ["a2c", "greedy"], "greater"),
+        Hypothesis("H5", "A2C scores 241.78", "algorithm", "mean_score", ["a2c", 241.78], "equal"),
+    ]
+    judged = {j.hypothesis.id: j for j in hypotheses.judge(_context(cells, hyps, greedy))}
+    assert judged["H1"].verdict == hypotheses.CONFIRMED
+    assert judged["H2"].verdict == hypotheses.CONTRADICTED
+    assert judged["H3"].verdict == hypotheses.UNRESOLVED
+    assert judged["H4"].verdict == hypotheses.CONFIRMED and judged["H4"].comparison.test == "paired t-test"
+    assert judged["H5"].verdict == hypotheses.CONTRADICTED  # a value the results are clearly below
+    raw = sorted(j.comparison.p for j in judged.values())
+    assert min(j.p_holm for j in judged.values()) == pytest.approx(min(1.0, 5 * raw[0]))
+
+
+def test_a_two_axis_ablation_is_analysed_as_a_factorial():
+    cells, labels = {}, {}
+    residuals = np.array([-1.0, -0.5, 0.0, 0.2, 0.5, 0.8])
+    for w, width_effect in (("64", 0.0), ("256", 8.0)):
+        for d, depth_effect in (("2", 0.0), ("3", -6.0)):
+            cid = f"w{w}d{d}"
+            cells[cid] = list(200 + width_effect + depth_effect + np.roll(residuals, len(cells)))
+            labels[cid] = {"model.init_args.d_h": w, "model.init_args.n_layers": d}
+    ctx = _context(cells, [], axes=("model.init_args.d_h", "model.init_args.n_layers"), labels=labels)
+    rows = {r[1]: r for r in factorial_claims(ctx, "algorithm")}
+    depth = rows["final mean score: main effect of n_layers 3 vs 2 (factorial)"]
+    assert depth[2].startswith("-6.0 [") and "**an effect**" in depth[3]
+    width = rows["final mean score: main effect of d_h 256 vs 64 (factorial)"]
+    assert width[2].startswith("+8.0 [") and "**an effect**" in width[3]
+    interaction = next(r for k, r in rows.items() if "interaction" in k)
+    assert interaction[2].startswith("+0.0 [") and "not resolved" in interaction[3]  # additive by construction
