@@ -126,3 +126,20 @@ def test_a_two_axis_ablation_is_analysed_as_a_factorial():
     assert width[2].startswith("+8.0 [") and "**an effect**" in width[3]
     interaction = next(r for k, r in rows.items() if "interaction" in k)
     assert interaction[2].startswith("+0.0 [") and "not resolved" in interaction[3]  # additive by construction
+
+
+def test_a_session_records_its_commit_and_the_report_names_runs_from_before_a_change(tmp_path):
+    import time
+
+    from yahtzee_lightning.study.records import SESSIONS, git, log_session, read_lines
+    from yahtzee_lightning.study.report import RESULT_CHANGES, provenance_lines
+
+    log_session(tmp_path, "study run x", time.time(), 2, None, end=True)
+    (line,) = read_lines(tmp_path / SESSIONS)
+    assert line["commit"] == git("rev-parse", "HEAD") and len(line["commit"]) == 40
+    assert line["clean"] == (git("status", "--porcelain", "--untracked-files=no") == "")
+    change = next(iter(RESULT_CHANGES))
+    old = {"started": "2026-11-25 07:15:31 UTC", "commit": None, "clean": None}  # before commits were recorded
+    lines = provenance_lines([old, line])
+    assert f"`{line['commit'][:10]}`" in lines[0] and "not recorded" in lines[0]
+    assert f"Trained before `{change[:7]}`" in lines[1] and "1 of 2 sessions (2026-11-25 07:15:31 UTC" in lines[1]

@@ -90,6 +90,29 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+#: The package's checkout, whose commit a session records (None where it is not a git checkout).
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def git(*args: str) -> str | None:
+    """A git command's output in the package's checkout, or None where git or the checkout is missing."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "-C", str(CHECKOUT), *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def source_state() -> dict[str, Any]:
+    """The code a session trains with: the checkout's commit, and whether its tracked files were clean
+    (``clean`` False: uncommitted changes, so the commit alone does not say what ran)."""
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no") if commit else None
+    return {"commit": commit, "clean": None if status is None else status == ""}
+
+
 def log_session(out: Path, command: str | None, started: float, cpus: int, address: str | None, end: bool) -> None:
     """This session's line in ``OUT/sessions.jsonl``: written when it starts (a killed session keeps
     a line without a wall clock) and completed when it ends, also on an error."""
@@ -99,6 +122,7 @@ def log_session(out: Path, command: str | None, started: float, cpus: int, addre
         "wall_clock_s": round(time.time() - started, 1) if end else None,
         "machine": describe_machine() if address is None else f"Ray cluster at {address}",
         "cpus": cpus,
+        **source_state(),
     }
     path = out / SESSIONS
     lines = read_lines(path)  # a damaged or edited line is named and left out

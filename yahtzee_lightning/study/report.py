@@ -12,7 +12,9 @@ study's orderings from the results (``claims``).
 
 from __future__ import annotations
 
+import calendar
 import json
+import time
 from pathlib import Path
 
 from ..game import BOX_NAMES
@@ -37,7 +39,7 @@ from .figures import (
 )
 from .fit_config import compose
 from .ownership import REPORT, locked
-from .records import SESSIONS, read_lines
+from .records import SESSIONS, git, read_lines
 from .spec import EXHIBIT_IDS, Study, StudyError
 from .tables import (
     FRESH,
@@ -328,6 +330,48 @@ def clear_report(folder: Path, force: bool, names: list[str] | None = None) -> M
     return report
 
 
+#: Commits that changed what a run learns: runs trained before one of them are named in the report.
+RESULT_CHANGES = {
+    "e80db154166ef680cf9f2273500667acf2242a36": "a member's numbers no longer depend on the pack it trains in",
+}
+
+
+def provenance_lines(runs: list[dict]) -> list[str]:
+    """The commits a study's sessions trained with (and whether their trees were clean), and which
+    sessions trained before a change that alters results (by ancestry where the session recorded its
+    commit, else by its start against the change's commit time)."""
+    commits = {}
+    for r in runs:
+        key = r.get("commit") or "not recorded (a session before sessions recorded their commit)"
+        clean = {True: "clean tree", False: "uncommitted changes", None: "tree state unknown"}[r.get("clean")]
+        commits.setdefault(key, set()).add(clean if r.get("commit") else "")
+    lines = [
+        "Code: the sessions trained with "
+        + "; ".join(
+            f"`{c[:10]}` ({', '.join(sorted(x for x in v if x))})" if len(c) == 40 else c for c, v in commits.items()
+        )
+        + "."
+    ]
+    for change, what in RESULT_CHANGES.items():
+        when = git("show", "-s", "--format=%ct", change)
+        before = []
+        for r in runs:
+            if r.get("commit"):
+                older = git("merge-base", "--is-ancestor", change, r["commit"]) is None
+            elif when is not None:
+                older = calendar.timegm(time.strptime(r["started"], "%Y-%m-%d %H:%M:%S UTC")) < int(when)
+            else:
+                continue
+            if older:
+                before.append(r["started"])
+        if before:
+            lines.append(
+                f"Trained before `{change[:7]}` ({what}): {len(before)} of {len(runs)} sessions "
+                f"({before[0]} to {before[-1]}); their numbers may differ from this code's."
+            )
+    return [*lines, ""]
+
+
 def _status_lines(ctx: Context) -> list[str]:
     t = ctx.table
     members = t.drop_duplicates(["experiment", "cell", "seed"])  # a packed run folder holds several cells
@@ -341,7 +385,7 @@ def _status_lines(ctx: Context) -> list[str]:
         for r in runs:
             took = f"{r['wall_clock_s'] / 60:.1f} min" if r["wall_clock_s"] is not None else "killed (no wall clock)"
             lines.append(f"* {r['started']}, {took}, {r['cpus']} CPUs on {r['machine']}: `{r['command']}`")
-        lines.append("")
+        lines += ["", *provenance_lines(runs)]
     waiting = set(members.loc[members["status"].isin(["pending", "unfinished"]), "cell"])
     if waiting:
         names = [f"{ab.name}: {ctx.label(c, labels)}" for ab in ctx.study.ablations.values() for c, labels in ab.cells]
