@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from yahtzee_lightning.cli import main as cli_main
+from yahtzee_lightning.digest import VALUE_DIGEST
 from yahtzee_lightning.env import YahtzeeEnv
 from yahtzee_lightning.env import keys as K
 from yahtzee_lightning.evaluation import evaluate
 from yahtzee_lightning.game import Rules
 from yahtzee_lightning.hub import YahtzeeAgent
-from yahtzee_lightning.digest import VALUE_DIGEST
 from yahtzee_lightning.hub.agent import VALUE_NAME, AgentFormatError
 from yahtzee_lightning.nn import PolicyValueNet
 from yahtzee_lightning.players import LookaheadPlayer, OptimalPlayer
@@ -150,13 +150,14 @@ def test_lookahead_refuses_an_agent_without_a_value_or_with_one_for_other_rules(
 def test_the_turn_value_verb_writes_the_value_into_the_folder(agent_folder, tmp_path, capsys):
     config = tmp_path / "value.yaml"
     config.write_text(f"agent: {agent_folder}\ngames: 30\nhidden: 8\nlayers: 1\nepochs: 1\nbatch_size: 128\n")
-    assert (
-        cli_main(["turn-value", "--config", str(config), "--td-rounds", "1", "--td-epochs", "1", "--no-diagnostic"])
-        == 0
-    )
+    flags = ["--td-rounds", "1", "--td-epochs", "1", "--diagnostic-games", "3", "--evaluate", "3"]
+    assert cli_main(["turn-value", "--config", str(config), *flags]) == 0
     agent = YahtzeeAgent.from_pretrained(agent_folder)
-    assert agent.turn_value is not None and agent.turn_value_info["settings"]["td_rounds"] == 1
-    assert "turn-value --config" in agent.turn_value_info["command"]
+    info = agent.turn_value_info
+    assert agent.turn_value is not None and info["settings"]["td_rounds"] == 1 and info["settings"]["games"] == 30
+    assert "turn-value --config" in info["command"] and info["diagnostic"]["optimum"] == pytest.approx(254.59, abs=0.01)
+    assert len(info["evaluation"]["lookahead"]["by_turn"]) == 13
+    assert "| regret in turn 13 |" in agent.card and "Against the exact table" in agent.card
     config.write_text(f"agent: {agent_folder}\ngamez: 30\n")
     with pytest.raises(SystemExit):
         cli_main(["turn-value", "--config", str(config)])

@@ -91,12 +91,45 @@ def turn_value_lines(entry: dict) -> list[str]:
         "turn with this value at the turn's end.",
         "",
     ]
-    method = info.get("method")
-    if method:
-        lines += [f"* Learned by: {method}", ""]
+    for key, label in (("method", "Learned by"), ("command", "Command"), ("seconds", "Seconds")):
+        if key in info:
+            lines.append(f"* {label}: {info[key]}")
+    if d := info.get("diagnostic"):
+        lines.append(
+            f"* Against {d['against']}: bias {d['bias']:+.2f}, RMSE {d['rmse']:.2f} points over the {d['states']}; "
+            f"the empty card {d['empty_card']:.2f} (exact {d['optimum']:.2f})"
+        )
+    if e := info.get("evaluation"):
+        lines += ["", *lookahead_table(e)]
     digest = f"{VALUE_DIGEST}: `{entry[VALUE_DIGEST]}` (checked on load)"
-    lines += ["```json", json.dumps(info, indent=2), "```", "", digest]
+    rest = {k: v for k, v in info.items() if k not in ("evaluation", "diagnostic")}
+    lines += ["", "```json", json.dumps(rest, indent=2), "```", "", digest]
     return lines
+
+
+def lookahead_table(e: dict) -> list[str]:
+    """The look-ahead player beside the network alone on the same games: score, regret per
+    decision, by turn and by the box each turn was scored in (``turn-value --evaluate``)."""
+    la, net = e["lookahead"], e["network"]
+    rows = [
+        ("mean score", f"{la['mean']:.2f} +- {la['se']:.2f}", f"{net['mean']:.2f} +- {net['se']:.2f}"),
+        ("regret per game", f"{la['regret_per_game']:.2f}", f"{net['regret_per_game']:.2f}"),
+        ("regret per keep", f"{la['regret_per_keep']:.4f}", f"{net['regret_per_keep']:.4f}"),
+        ("regret per box", f"{la['regret_per_box']:.4f}", f"{net['regret_per_box']:.4f}"),
+        *(
+            (f"regret in turn {t + 1}", f"{a:.3f}", f"{b:.3f}")
+            for t, (a, b) in enumerate(zip(la["by_turn"], net["by_turn"], strict=True))
+        ),
+        *((f"regret scoring {box}", f"{la['by_box'][box]:.3f}", f"{net['by_box'][box]:.3f}") for box in la["by_box"]),
+    ]
+    return [
+        f"{e['games']:,} games, seed {e['seed']} (the look-ahead: "
+        f"{e['lookahead_seconds_per_game'] * 1000:.1f} ms a game on this machine, building its table included):",
+        "",
+        "| statistic | lookahead | network alone |",
+        "|---|---:|---:|",
+        *(f"| {a} | {b} | {c} |" for a, b, c in rows),
+    ]
 
 
 def with_turn_value_section(card: str, entry: dict) -> str:

@@ -63,12 +63,13 @@ def diagnostic(value, player, games: int, seed: int) -> dict[str, Any]:
     }
 
 
-def compare(player, lookahead, games: int) -> dict[str, Any]:
+def compare(player, make_lookahead, games: int) -> dict[str, Any]:
     """Both players over the protocol's ``games`` games (seed 0): mean, regret per game, keep and box,
     by turn and by box, and the look-ahead's seconds per game on this machine (its table built)."""
     from ..evaluation.protocol import evaluate, play_games
 
     start = time.perf_counter()
+    lookahead = make_lookahead()
     play_games(lookahead, games, 0, player.rules)  # the same games, timed without the regret's oracle
     out = {"games": games, "seed": 0, "lookahead_seconds_per_game": round((time.perf_counter() - start) / games, 5)}
     for key, who in (("lookahead", lookahead), ("network", player)):
@@ -94,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         description=plain(__doc__),
         epilog="example: yahtzee-lightning turn-value --config conf/turn_value/a2c_best_stage2.yaml",
     )
-    parser.add_argument("--agent", default=None, help="a local agent folder: it plays, and the value is written into it")
+    parser.add_argument(
+        "--agent", default=None, help="a local agent folder: it plays, and the value is written into it"
+    )
     parser.add_argument("--config", default=None, help="a YAML of these settings (flags override it)")
     for name in SETTINGS_FLAGS:
         kind = float if name == "lr" else int
@@ -138,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     agent.turn_value, agent.turn_value_info = value, info
     player = agent.player(device=args.device)
     if evaluate_games:
-        info["evaluation"] = compare(player, lookahead_player(player, agent_dir, args.device), evaluate_games)
+        info["evaluation"] = compare(player, lambda: lookahead_player(player, agent_dir, args.device), evaluate_games)
     agent.save_turn_value(agent_dir)
     print(f"wrote the turn-start value into {agent_dir} ({dataclasses.asdict(settings)})")
     return 0
