@@ -15,7 +15,9 @@ def _fit_line(capsys, *args: str) -> str:
     with pytest.raises(SystemExit) as stop:
         main(["fit", "--config", str(ROOT / "conf" / "reinforce.yaml"), *TINY, *args])
     assert stop.value.code == 2
-    [line] = capsys.readouterr().err.strip().splitlines()
+    err = capsys.readouterr().err.splitlines()  # also Lightning's notices, and "resuming from ..."
+    [line] = [line for line in err if line.startswith("yahtzee-lightning")]
+    assert not any("Traceback" in line for line in err)
     return line
 
 
@@ -57,3 +59,14 @@ def test_every_rank_stops_on_a_disagreement_or_a_budget_that_does_not_divide(mon
     launch.SameRunOnEveryRank().setup(SimpleNamespace(world_size=1), model, "fit")  # one process: rounds down, as ever
     model.hparams.total_games = 96
     launch.SameRunOnEveryRank().setup(trainer, model, "fit")
+
+
+def test_a_run_resumes_on_as_many_ranks_as_it_was_saved_from(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    config = ["fit", "--config", str(ROOT / "conf" / "reinforce.yaml"), *TINY, "--trainer.max_epochs=1"]
+    assert main(config) == 0
+    capsys.readouterr()
+    line = _fit_line(capsys, "--ckpt_path=last", "--trainer.strategy=ddp", "--trainer.devices=2")
+    assert "the checkpoint was trained on 1 rank(s) and this launch has 2 (trainer.devices x trainer.num_nodes)" in line
+    launch.check_resumed_ranks({"yahtzee_lightning": {"devices": 2}}, 2)
+    launch.check_resumed_ranks({}, 2)  # a checkpoint of another module: nothing to check

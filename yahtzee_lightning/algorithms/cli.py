@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import errno
 import logging
 import os
 import re
@@ -28,7 +29,7 @@ from lightning.pytorch.cli import LightningCLI
 from ..manifest import FolderBusy, folder_lock
 from . import resume
 from .checkpoint import is_run_checkpoint
-from .launch import LaunchError, SameRunOnEveryRank, check_nodes
+from .launch import LaunchError, SameRunOnEveryRank, check_nodes, check_resumed_ranks
 from .progress_lines import FitProgressLines
 
 # Loggers (CSV + TensorBoard) and checkpointing (every epoch = every evaluation interval, plus
@@ -95,7 +96,7 @@ def share_run_version(trainer_config: Any, checkpoint_folders: list[Path]) -> in
     version = max([-1, *(k for root in roots for k in resume.run_versions(root))]) + 1
     # Taken by creating its folder: two runs started at once would both count the same free K. Only by
     # the first process of a run: DDP's other ranks run this too, and take the run's folders from it.
-    if roots and not any(int(os.environ.get(k, "0")) for k in ("LOCAL_RANK", "NODE_RANK", "RANK")):
+    if roots and not any(int(os.environ.get(k, "0")) for k in ("LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID")):
         while True:
             try:
                 (roots[0] / f"version_{version}").mkdir(parents=True)
@@ -195,7 +196,8 @@ class _CLI(LightningCLI):
         if self._resumed is not None:  # resolved with the run's folders (place_run)
             try:
                 resume.check_overrides(self.model, self._resumed, self.config_init[self.subcommand]["ckpt_path"])
-            except resume.ResumeError as e:
+                check_resumed_ranks(self._resumed, self.trainer.num_nodes * self.trainer.num_devices)
+            except (resume.ResumeError, LaunchError) as e:
                 usage_error(self.subcommand, str(e))
         hold_run_folders(self.trainer, self.subcommand)
 
@@ -355,6 +357,9 @@ def quiet_library_notices() -> None:
 
 
 _HELD = contextlib.ExitStack()  # the run folders this process writes into, held until its fit ends
+_HELD_FOLDERS: list[str] = []  # their names, for a line about a write that failed there
+#: A write that failed for want of room: a full disk, a quota, a file-size limit (``ulimit -f``).
+FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def hold_run_folders(trainer: L.Trainer, subcommand: str | None) -> None:
@@ -367,8 +372,12 @@ def hold_run_folders(trainer: L.Trainer, subcommand: str | None) -> None:
     for callback in trainer.checkpoint_callbacks:
         folder = getattr(callback, "dirpath", None)
         if folder:
+            if not Path(folder).is_dir() or not any(Path(folder).iterdir()):  # only the lock will be there
+                pattern = rf"Checkpoint directory {re.escape(str(folder))} exists and is not empty"
+                warnings.filterwarnings("ignore", message=pattern)
             try:
                 _HELD.enter_context(folder_lock(folder, command, tidy=True))
+                _HELD_FOLDERS.append(str(folder))
             except FolderBusy as e:
                 _HELD.close()
                 usage_error(subcommand, f"run folder {e}")
@@ -389,8 +398,20 @@ def run_cli(argv: list[str] | None = None) -> LightningCLI:
     except (ConfigError, LaunchError) as e:  # LaunchError: the ranks of a launch, as they met (launch.py)
         usage_error(argv[0] if argv else None, str(e))
         raise  # unreachable: usage_error exits
+    except OSError as e:
+        if e.errno not in FULL:
+            raise
+        where = ", ".join(_HELD_FOLDERS) or "the run's folders"
+        print(
+            f"yahtzee-lightning {argv[0] if argv else 'fit'}: error: writing a checkpoint or log into {where}: "
+            f"{e.strerror or errno.errorcode.get(e.errno or 0, e)}; the run stopped, and any checkpoint written before "
+            "this one is whole: make room (or raise the file-size limit), then resume with --ckpt_path last",
+            file=sys.stderr,
+        )
+        raise SystemExit(1) from None
     finally:
         _HELD.close()  # the run folders are free again, however the fit ended
+        _HELD_FOLDERS.clear()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ bad launch ends in one line naming its setting instead of a hang or a silently d
   Checked as the ranks meet (:class:`SameRunOnEveryRank`), on every rank, so every rank stops.
 * ``total_games`` that is not a multiple of ``games_per_batch`` x ranks: ``total_games`` is
   global and ``games_per_batch`` per rank, so the run would train fewer games than asked.
+* A run resumed on another number of ranks than it was saved from (:func:`check_resumed_ranks`).
 """
 
 from __future__ import annotations
@@ -89,6 +90,17 @@ def check_budget(hparams: Any, world_size: int) -> None:
             f"an update, and total_games={hparams['total_games']} (all ranks together) is not a multiple of it: "
             f"the run would train {hparams['total_games'] // per_update * per_update} games; "
             "change games_per_batch or total_games"
+        )
+
+
+def check_resumed_ranks(checkpoint: dict[str, Any], world_size: int) -> None:
+    """A run resumes on as many ranks as it was saved from: its count of games and its budget's
+    updates (``total_games // (games_per_batch x ranks)``) are counted in updates of all its ranks."""
+    saved = (checkpoint.get("yahtzee_lightning") or {}).get("devices")
+    if isinstance(saved, int) and saved != world_size:
+        raise LaunchError(
+            f"the checkpoint was trained on {saved} rank(s) and this launch has {world_size} "
+            "(trainer.devices x trainer.num_nodes): resume it on as many, its games and budget are counted in them"
         )
 
 
