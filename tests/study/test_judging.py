@@ -143,3 +143,11 @@ def test_a_session_records_its_commit_and_the_report_names_runs_from_before_a_ch
     lines = provenance_lines([old, line])
     assert f"`{line['commit'][:10]}`" in lines[0] and "not recorded" in lines[0]
     assert f"Trained before `{change[:7]}`" in lines[1] and "1 of 2 sessions (2026-11-25 07:15:31 UTC" in lines[1]
+
+
+def test_a_spread_needs_three_seeds_a_side():
+    from yahtzee_lightning.study.stats import spread
+
+    assert math.isnan(spread([1.0, 9.0], [4.0, 5.0]).p)  # two seeds: both equally far from their median
+    wide = spread([150.0, 200.0, 100.0, 210.0, 95.0, 205.0], [225.0, 226.0, 224.5, 225.5, 226.5, 224.0])
+    assert wide.effect > 0 and wide.p < 0.05 and wide.resolved

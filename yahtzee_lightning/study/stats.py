@@ -245,8 +245,9 @@ def spread(a: Iterable[float], b: Iterable[float], level: float = LEVEL) -> Comp
 
     x, y = _finite(a), _finite(b)
     n, test = f"{len(x)} vs {len(y)} seeds", "Brown-Forsythe test; SD difference, bootstrap interval"
-    if len(x) < 2 or len(y) < 2:
-        return Comparison(math.nan, math.nan, math.nan, math.nan, n, math.nan, test)
+    if len(x) < 3 or len(y) < 3:  # with 2 seeds both lie equally far from their median: no test of spread
+        effect = float(x.std(ddof=1) - y.std(ddof=1)) if len(x) > 1 and len(y) > 1 else math.nan
+        return Comparison(effect, math.nan, math.nan, math.nan, n, math.nan, test)
     effect, low, high = bootstrap(lambda u, v: u.std(ddof=1) - v.std(ddof=1), x, y, level=level)
     p = float(levene(x, y, center="median").pvalue)
     return Comparison(effect, low, high, p if math.isfinite(p) else 1.0, n, float(len(x) + len(y) - 2), test)
