@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from yahtzee_lightning.cli import main as cli_main
+from yahtzee_lightning.coach.cli import advise_main
 from yahtzee_lightning.digest import VALUE_DIGEST
 from yahtzee_lightning.env import YahtzeeEnv
 from yahtzee_lightning.env import keys as K
@@ -86,7 +87,7 @@ def agent_folder(tmp_path):
     return folder
 
 
-def test_a_learned_value_is_saved_checked_loaded_and_searched(agent_folder, monkeypatch):
+def test_a_learned_value_is_saved_checked_loaded_and_searched(agent_folder, monkeypatch, capsys):
     agent = YahtzeeAgent.from_pretrained(agent_folder)
     weights = (agent_folder / "model.safetensors").read_bytes()
     value, info = learn_turn_value(agent.player(), TINY, log=lambda _: None)
@@ -113,6 +114,16 @@ def test_a_learned_value_is_saved_checked_loaded_and_searched(agent_folder, monk
     assert player.name == "lookahead:tiny"
     result = evaluate(player, games=6, seed=0, rules=player.rules, with_optimal=False, regret=False)
     assert result["summary"]["score"]["mean"] > 0
+    # advise ranks by the agent's own values: its best keep is the look-ahead's keep.
+    dice = ["6", "6", "4", "2", "1"]
+    assert advise_main(["--agent", f"lookahead:{agent_folder}", "--dice", *dice, "--roll", "1", "--json"]) == 0
+    ranked = json.loads(capsys.readouterr().out)
+    td = YahtzeeEnv(1, seed=0).reset()
+    td[K.DICE], td[K.ROLL] = torch.tensor([[1, 2, 4, 6, 6]]), torch.tensor([1])
+    keep_values, _ = player.oracle.action_values(td[K.DICE], td[K.ROLL], td[K.CARD])
+    assert ranked[0]["value"] == pytest.approx(float(keep_values.max()))
+    assert advise_main(["--agent", "greedy", "--dice", *dice, "--roll", "1"]) == 2
+    assert "only a look-ahead player" in capsys.readouterr().err
     # Saving the value again replaces its card section instead of adding one.
     agent.save_turn_value(agent_folder)
     assert (agent_folder / "README.md").read_text().count("## Turn-start value") == 1

@@ -74,12 +74,23 @@ def play_main(argv: list[str] | None = None, inp: TextIO | None = None, out: Tex
     return 0
 
 
+def _agent_table(name: str, rules: Rules) -> OptimalTable:
+    """The turn-start values a look-ahead player searches against (its own, never the exact table)."""
+    from ..players import LookaheadPlayer
+    from ..resolve import resolve_player
+
+    player = resolve_player(name, rules=rules)
+    if not isinstance(player, LookaheadPlayer):
+        raise ValueError(f"--agent {name}: only a look-ahead player (lookahead:AGENT) has values of its own to rank by")
+    return player.oracle.table
+
+
 def advise_main(argv: list[str] | None = None) -> int:
     """Ranked choices of a position typed by hand; bad input is one line on stderr and exit 2."""
     parser = argparse.ArgumentParser(
         prog="yahtzee-lightning advise",
         description="Rank every choice of a position by its expected points to come under optimal play "
-        "(this turn's points included).",
+        "(this turn's points included), or, with --agent lookahead:AGENT, under that agent's own turn-start value.",
         epilog='example: yahtzee-lightning advise --card "ones=3 sixes=24" --dice 6 6 4 2 1 --roll 1',
     )
     parser.add_argument("--card", default="", help='filled boxes as BOX=SCORE, e.g. "ones=3 sixes=24" (default: empty)')
@@ -89,19 +100,30 @@ def advise_main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--top", type=int, default=None, help="show only the best N choices")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument(
+        "--agent",
+        default=None,
+        help="lookahead:AGENT: rank by the agent's own values (the exact rest of the turn, its learned "
+        "turn-start value at the end) instead of the exact optimum's",
+    )
     add_rules_arguments(parser)
     args = parser.parse_args(argv)
     if args.top is not None and args.top < 1:
         parser.error(f"--top must be >= 1, got {args.top}")
     rules = rules_from_args(args, parser)
+    table = None
     try:
+        if args.agent:
+            table = _agent_table(args.agent, rules)
+            rules = table.rules
         card = parse_card(args.card, rules)
         dice = parse_dice(args.dice)
-        check_table_cache(rules)
-    except ValueError as e:
+        if table is None:
+            check_table_cache(rules)
+    except (ValueError, OSError) as e:
         print(f"yahtzee-lightning advise: {e}", file=sys.stderr)
         return 2
-    choices = Coach(rules, _table(rules)).choices(dice, args.roll, card)
+    choices = Coach(rules, table or _table(rules)).choices(dice, args.roll, card)
     if not choices:
         print("yahtzee-lightning advise: no box may take these dice on this card", file=sys.stderr)
         return 2
