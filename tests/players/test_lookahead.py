@@ -2,6 +2,7 @@
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,6 +18,7 @@ from yahtzee_lightning.hub import YahtzeeAgent
 from yahtzee_lightning.hub.agent import VALUE_NAME, AgentFormatError
 from yahtzee_lightning.nn import PolicyValueNet
 from yahtzee_lightning.players import LookaheadPlayer, OptimalPlayer
+from yahtzee_lightning.players.cli import read_config
 from yahtzee_lightning.players.lookahead import ValueSettings, learn_turn_value, self_play_turns, successor_states
 from yahtzee_lightning.resolve import resolve_player
 from yahtzee_lightning.solver import turn_state
@@ -173,3 +175,15 @@ def test_the_turn_value_verb_writes_the_value_into_the_folder(agent_folder, tmp_
     with pytest.raises(SystemExit):
         cli_main(["turn-value", "--config", str(config)])
     assert "unknown settings ['gamez']" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path", sorted(Path(__file__).parents[2].glob("conf/turn_value/*.yaml")), ids=lambda p: p.name)
+def test_every_turn_value_config_reads(path):
+    """A shipped turn-value config has only known settings, valid ones, and names an agent folder."""
+    import argparse
+
+    values = read_config(str(path), argparse.ArgumentParser())
+    agent = Path(__file__).parents[2] / values.pop("agent")
+    assert (agent / "config.json").is_file()
+    values.pop("diagnostic_games", None), values.pop("evaluate", None)
+    ValueSettings(**values)
