@@ -121,7 +121,7 @@ def test_bad_artefacts_say_what_is_wrong(tmp_path):
     # Neither a folder nor a hub id; a hub id that is not cached while offline. No network is touched.
     with pytest.raises(AgentNotFoundError, match="not a hub repo id"):
         YahtzeeAgent.from_pretrained(tmp_path / "no" / "such" / "agent")
-    with pytest.raises(AgentNotFoundError, match="not cached"):
+    with pytest.raises(AgentNotFoundError, match="not in the local cache"):
         YahtzeeAgent.from_pretrained("alice/absent", local_files_only=True, cache_dir=tmp_path / "cache")
 
 
@@ -402,3 +402,18 @@ def test_cli_verbs_end_bad_input_and_an_unreachable_hub_in_one_line(tmp_path, hu
             main(argv)
         err = capsys.readouterr().err
         assert e.value.code == 2 and message in err, err
+
+
+def test_pull_offline_of_an_uncached_hub_id_is_one_line_about_the_hub(tmp_path, monkeypatch, capsys):
+    from huggingface_hub import constants
+
+    from yahtzee_lightning.cli import main
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # no network touched
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    with pytest.raises(SystemExit) as stop:
+        main(["pull", "alice/absent", str(tmp_path / "out")])
+    assert stop.value.code == 2
+    [line] = capsys.readouterr().err.strip().splitlines()  # no usage block
+    assert line.startswith("yahtzee-lightning pull: error: alice/absent: the hub is unreachable or offline")
+    assert "folder" not in line  # a hub id is not a folder the user asked for

@@ -263,8 +263,12 @@ def resolve_folder(
     cache_dir: str | Path | None = None,
     local_files_only: bool = False,
     token: str | None = None,
+    hub_only: bool = False,
 ) -> Path:
     """A local agent folder as is; a hub id downloaded (or found in the cache when offline).
+
+    ``hub_only``: ``id_or_path`` is a hub id (``pull``'s argument), so a failure speaks of the hub
+    repo alone, not of a local folder that was never asked for.
 
     Every downloaded file is checked against its hub checksum (:func:`damaged_files`): a damaged
     one, or a plain file where the cache keeps a link to a checked blob, is downloaded again with a
@@ -324,14 +328,20 @@ def resolve_folder(
             if damaged := damaged_files(folder, plain_ok=True):
                 raise AgentFormatError(f"{id_or_path}: {', '.join(damaged)} do not match their hub checksum")
     except HFValidationError as e:
+        if hub_only:
+            raise AgentNotFoundError(f"{id_or_path}: not a hub repo id (user/name) ({e})") from e
         raise AgentNotFoundError(f"{id_or_path}: no such agent folder, and not a hub repo id ({e})") from e
     except RevisionNotFoundError as e:
         raise AgentNotFoundError(f"{id_or_path}: the hub repo has no revision {revision!r}") from e
     except RepositoryNotFoundError as e:
-        raise AgentNotFoundError(f"{id_or_path}: no such agent folder, nor a hub repo you can read") from e
+        what = "no such agent folder, nor a hub repo you can read"
+        if hub_only:
+            what = "no hub repo by that id that you can read"
+        raise AgentNotFoundError(f"{id_or_path}: {what}") from e
     except LocalEntryNotFoundError as e:
+        where = "" if hub_only else "no such agent folder; "
         raise AgentNotFoundError(
-            f"{id_or_path}: no such agent folder; the hub is unreachable or offline and the repo is not cached"
+            f"{id_or_path}: {where}the hub is unreachable or offline, and this hub repo is not in the local cache"
         ) from e
     return folder
 

@@ -214,7 +214,7 @@ def pull_main(argv: list[str] | None = None) -> int:
     out = Path(args.directory)
     check_folder_target(out, parser, args.force)
     try:
-        source = resolve_folder(args.repo_id, revision=args.revision)
+        source = resolve_folder(args.repo_id, revision=args.revision, hub_only=True)
         YahtzeeAgent.load(source)  # check before copying
     except AgentError as e:
         parser.error(str(e))
