@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 VERBS: dict[str, tuple[str, str]] = {
     "demo": ("yahtzee_lightning.env.demo:main", "play a few games with random legal actions and print the cards"),
@@ -35,6 +36,32 @@ VERBS: dict[str, tuple[str, str]] = {
 def plain(doc: str | None) -> str:
     """A module docstring as a verb's ``--help`` description: without reST's double backticks."""
     return (doc or "").replace("``", "")
+
+
+class VerbParser(argparse.ArgumentParser):
+    """A verb's parser: a bad or missing value ends in one line that names it and says where the
+    usage is (``VERB --help``), not in the usage block itself."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (usage: {self.prog} --help)\n")
+
+
+#: The largest counts the verbs take, each with why: every game's record is kept in memory (scores,
+#: boxes, regrets), a batch of matches is played at once, a match's turns grow with its seats.
+MAX_GAMES = 10_000_000
+MAX_BATCH = 1 << 16
+MAX_PLAYERS = 8
+WHY_GAMES = "every game's record is kept in memory; for more, play several seeds"
+WHY_BATCH = "a batch of games is held in memory at once"
+WHY_PLAYERS = "a match's length and memory grow with its seats"
+
+
+def check_count(parser: argparse.ArgumentParser, option: str, value: int, low: int, high: int, why: str) -> None:
+    """A count from the command line, within ``low..high``; past ``high``, one line that says why."""
+    if value < low:
+        parser.error(f"{option} must be >= {low}, got {value}")
+    if value > high:
+        parser.error(f"{option} must be at most {high:,} ({why}), got {value:,}")
 
 
 def check_seed(seed: int, parser: argparse.ArgumentParser) -> None:

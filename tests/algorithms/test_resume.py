@@ -127,6 +127,24 @@ def test_one_fit_writes_into_a_run_folder_and_a_killed_one_does_not_block(tmp_pa
     assert int(_load(folder / "last.ckpt")["state_dict"]["updates_done"]) == 4
 
 
+def test_a_full_disk_while_writing_a_checkpoint_is_one_line(tmp_path, capsys, monkeypatch):
+    import errno
+
+    from lightning.fabric.plugins.io import torch_io
+
+    def full(*args, **kwargs):
+        raise OSError(errno.EFBIG, "File too large")
+
+    monkeypatch.setattr(torch_io, "_atomic_save", full)
+    with pytest.raises(SystemExit) as e:
+        _fit(tmp_path / "run")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 1 and "Traceback" not in "\n".join(err)
+    assert (
+        "writing a checkpoint or log into" in err[-1] and "File too large" in err[-1] and "--ckpt_path last" in err[-1]
+    )
+
+
 def test_no_checkpoint_path_is_printed_that_does_not_exist(tmp_path):
     from types import SimpleNamespace
 

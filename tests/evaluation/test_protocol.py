@@ -92,6 +92,18 @@ def test_cli_names_bad_arguments(capsys):
         with pytest.raises(SystemExit):
             main(["evaluate", "--players", players, "--games", "10"])
         assert f"--players must be >= 1, got {players}" in capsys.readouterr().err
+    # Every count has a bound that says why; a value error is one line and where the usage is, not the usage.
+    for argv, message in (
+        (["--players", "100000", "--games", "10"], "--players must be at most 8 (a match's length"),
+        (["--games", "10000000000"], "--games must be at most 10,000,000 (every game's record is kept in memory"),
+        (["--players", "2", "--batch-size", "10000000"], "--batch-size must be at most 65,536"),
+        (["--games", "many"], "argument --games: invalid int value: 'many'"),
+    ):
+        with pytest.raises(SystemExit) as e:
+            main(["evaluate", *argv])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert e.value.code == 2 and len(err) == 1 and message in err[0], err
+        assert err[0].endswith("(usage: yahtzee-lightning evaluate --help)")
 
 
 def test_optimal_agent_is_its_own_optimal_column(default_table):

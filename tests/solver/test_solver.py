@@ -140,6 +140,38 @@ def test_a_damaged_table_is_solved_again_never_read(tmp_path, capsys, caplog, mo
     assert torch.equal(OptimalTable.load(cache.table_path(rules)).values, good.values)  # the cache is repaired
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "detail"),
+    [
+        ("format_version", "X", "format_version: invalid literal"),
+        ("rules", "{not json", "rules:"),
+        ("rules", None, "rules: missing"),
+    ],
+)
+def test_damaged_table_metadata_is_named_with_its_file_and_solved_again(tmp_path, caplog, field, value, detail):
+    from safetensors.torch import load_file, save_file
+
+    from yahtzee_lightning.solver.cache import load_trusted
+    from yahtzee_lightning.solver.table import TableFormatError
+
+    rules = Rules(boxes=(0, 12))
+    path = tmp_path / "small.safetensors"
+    solve(rules, progress=False).save(path)
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        meta = dict(f.metadata())
+    if value is None:
+        del meta[field]
+    else:
+        meta[field] = value
+    save_file(load_file(str(path)), str(path), metadata=meta)
+    with pytest.raises(TableFormatError) as e:
+        OptimalTable.load(path, rules)
+    assert str(e.value).startswith(f"{path}: its metadata is damaged ({detail}") and "\n" not in str(e.value)
+    assert load_trusted(path, rules) is None and "solving it again" in caplog.text  # rebuilt, never read
+
+
 def test_keep_dags_match_the_transition_matrix_and_brute_force():
     """The in-place DAGs (their row layout included) against the dense 462 x 252 re-roll matrix
     and a brute-force best keep over the 32 patterns."""

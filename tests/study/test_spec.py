@@ -209,7 +209,8 @@ def test_a_report_never_deletes_a_users_file_in_its_folder(tmp_path, capsys):
     (folder / "mine.md").write_text("mine")
     write_report(tmp_path)  # kept, beside the report
     assert (folder / "mine.md").read_text() == "mine" and (folder / "index.md").exists()
-    assert set(Manifest.read(folder).files) == {"index.md", "exhibits.json", "claims.md"}
+    written = {p.name for p in folder.iterdir()} - {"mine.md", "manifest.json"}
+    assert {"index.md", "exhibits.json", "claims.md"} <= written == set(Manifest.read(folder).files)
     with pytest.raises(StudyError, match="a report is already there; add --force"):
         write_report(tmp_path)
     (folder / "notes").mkdir()

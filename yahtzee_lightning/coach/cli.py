@@ -8,7 +8,7 @@ import sys
 from dataclasses import asdict
 from typing import TextIO
 
-from ..cli import check_seed
+from ..cli import VerbParser, check_seed
 from ..evaluation.cli import add_rules_arguments, player_rules, rules_from_args
 from ..game import Rules
 from ..players.base import Player
@@ -55,7 +55,7 @@ def play_main(argv: list[str] | None = None, inp: TextIO | None = None, out: Tex
     from .game import CoachedGame
     from .terminal import Quit, play
 
-    parser = argparse.ArgumentParser(
+    parser = VerbParser(
         prog="yahtzee-lightning play",
         description="Play Yahtzee in the terminal, alone or against an agent; after every choice the exact "
         "optimum says what it would do and how many expected points the choice lost.",
@@ -87,7 +87,7 @@ def _agent_table(name: str, rules: Rules) -> OptimalTable:
 
 def advise_main(argv: list[str] | None = None) -> int:
     """Ranked choices of a position typed by hand; bad input is one line on stderr and exit 2."""
-    parser = argparse.ArgumentParser(
+    parser = VerbParser(
         prog="yahtzee-lightning advise",
         description="Rank every choice of a position by its expected points to come under optimal play "
         "(this turn's points included), or, with --agent lookahead:AGENT, under that agent's own turn-start value.",
@@ -141,7 +141,7 @@ def serve_main(argv: list[str] | None = None) -> int:
     from .game import CoachedGame
     from .server import CoachServer
 
-    parser = argparse.ArgumentParser(
+    parser = VerbParser(
         prog="yahtzee-lightning serve",
         description="Play the coached game in a browser: a local page on 127.0.0.1 with clickable dice.",
     )

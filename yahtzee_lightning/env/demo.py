@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
 from typing import TYPE_CHECKING
 
-from ..cli import plain
+from ..cli import VerbParser, check_count, check_seed, plain
 
 if TYPE_CHECKING:  # torch and TorchRL load after parsing, so that --help answers at once
     import torch
@@ -21,10 +20,12 @@ def format_card(card: torch.Tensor, yahtzee_bonuses: int, score: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="yahtzee-lightning demo", description=plain(__doc__))
+    parser = VerbParser(prog="yahtzee-lightning demo", description=plain(__doc__))
     parser.add_argument("--games", type=int, default=3, help="games to play and print (default: 3)")
     parser.add_argument("--seed", type=int, default=0, help="the same seed plays the same dice (default: 0)")
     args = parser.parse_args(argv)
+    check_count(parser, "--games", args.games, 1, 1000, "every game's card is printed")
+    check_seed(args.seed, parser)
     from . import keys as K
     from .yahtzee_env import YahtzeeEnv
 

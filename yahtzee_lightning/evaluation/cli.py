@@ -6,7 +6,18 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from ..cli import check_seed, plain
+from ..cli import (
+    MAX_BATCH,
+    MAX_GAMES,
+    MAX_PLAYERS,
+    WHY_BATCH,
+    WHY_GAMES,
+    WHY_PLAYERS,
+    VerbParser,
+    check_count,
+    check_seed,
+    plain,
+)
 
 if TYPE_CHECKING:  # torch loads after parsing, so that --help answers at once
     from ..game import Rules
@@ -73,7 +84,7 @@ def player_rules(player: Player, name: str, args: argparse.Namespace, parser: ar
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = VerbParser(
         prog="yahtzee-lightning evaluate",
         description=plain(__doc__),
         epilog="A trained agent is evaluated under the rules it was trained under; rules flags may restate them.",
@@ -118,12 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         help="in matches, also count how often the agent's last-turn keeps agree with the exact win-maximising ones",
     )
     args = parser.parse_args(argv)
-    if args.games < 1:
-        parser.error(f"--games must be >= 1, got {args.games}")
-    if args.batch_size < 1:
-        parser.error(f"--batch-size must be >= 1, got {args.batch_size}")
-    if args.players < 1:  # 0 or fewer players would otherwise be read as a solo evaluation
-        parser.error(f"--players must be >= 1, got {args.players}")
+    check_count(parser, "--games", args.games, 1, MAX_GAMES, WHY_GAMES)
+    check_count(parser, "--batch-size", args.batch_size, 1, MAX_BATCH, WHY_BATCH)
+    # 0 or fewer players would otherwise be read as a solo evaluation
+    check_count(parser, "--players", args.players, 1, MAX_PLAYERS, WHY_PLAYERS)
     check_seed(args.seed, parser)
     device_from_args(args.device, parser)
     rules = rules_from_args(args, parser)

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..cli import VerbParser
+
 if TYPE_CHECKING:  # torch and the hub client load after parsing, so that --help answers at once
     from .agent import YahtzeeAgent
 
@@ -80,6 +82,15 @@ def agent_from_checkpoint(path: str | Path, member: str | None = None) -> Yahtze
     return YahtzeeAgent(net.eval(), training=info)
 
 
+def carried_config_of(path: str | Path) -> tuple[str, str] | None:
+    """The training YAML a checkpoint of ``fit`` carries (file name, text), or None (an older one)."""
+    import torch
+
+    from ..algorithms.training_config import carried_config
+
+    return carried_config(torch.load(path, map_location="cpu", weights_only=True))
+
+
 def choose_member(members: list[dict], member: str | None, path: Path) -> tuple[int, str]:
     """The index of the asked ensemble member (``k`` or ``best``), and how the card tells it."""
     from .agent import AgentFormatError
@@ -100,7 +111,7 @@ def choose_member(members: list[dict], member: str | None, path: Path) -> tuple[
 
 
 def export_main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = VerbParser(
         prog="yahtzee-lightning export", description="turn a Lightning checkpoint into a shareable agent folder"
     )
     parser.add_argument("checkpoint", help="a Lightning .ckpt written by fit")
@@ -112,14 +123,16 @@ def export_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--algorithm", default=None, help="override the algorithm name on the card")
     parser.add_argument("--wall-clock", default=None, help="training wall clock, for the card (e.g. '25 min')")
     parser.add_argument("--hardware", default=None, help="training hardware, for the card (default: this machine)")
-    parser.add_argument("--config", default=None, help="the training YAML, copied next to the agent")
+    parser.add_argument(
+        "--config", default=None, help="the training YAML to copy next to the agent (default: the checkpoint's)"
+    )
     parser.add_argument("--command", default=None, help="the training command, for the card")
     parser.add_argument("--member", default=None, help="an ensemble's member to export: its index, or best")
     parser.add_argument("--force", action="store_true", help="replace an agent folder already there, as a whole")
     args = parser.parse_args(argv)
-    if args.games < 0:
-        parser.error(f"--games must be >= 0, got {args.games}")
-    from ..cli import check_seed
+    from ..cli import MAX_GAMES, WHY_GAMES, check_count, check_seed
+
+    check_count(parser, "--games", args.games, 0, MAX_GAMES, WHY_GAMES)
     from ..machine import describe_machine
     from .agent import AgentError
 
@@ -133,6 +146,7 @@ def export_main(argv: list[str] | None = None) -> int:
         detail = str(e).split("WeightsUnpickler error:")[-1].split("Check the documentation")[0].strip()
         what = "damaged, not a checkpoint, or holds objects that only full unpickling could load"
         parser.error(f"{args.checkpoint}: {what}; refusing ({detail})")
+    carried = None if args.config else carried_config_of(args.checkpoint)  # the run's own YAML, as fit saved it
     t = agent.training
     t["name"] = args.name or Path(args.directory).resolve().name
     t["hardware"] = args.hardware or t.get("hardware") or describe_machine()
@@ -141,7 +155,7 @@ def export_main(argv: list[str] | None = None) -> int:
         ("wall_clock", args.wall_clock),
         ("command", args.command and f"`{args.command}`"),
         ("repo_id", args.repo_id),
-        ("config_file", args.config and Path(args.config).name),
+        ("config_file", Path(args.config).name if args.config else carried and carried[0]),
     ):
         if value:
             t[key] = value
@@ -161,12 +175,15 @@ def export_main(argv: list[str] | None = None) -> int:
     from .agent import CARD_NAME, CONFIG_NAME, WEIGHTS_NAME
 
     names = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME] + ([Path(args.config).name] if args.config else [])
+    names += [carried[0]] if carried else []
     check_clashes(Path(args.directory), names, parser)
     try:
         with new_folder(Path(args.directory)) as out:
             agent.save_pretrained(out)
             if args.config:
                 shutil.copyfile(args.config, out / Path(args.config).name)
+            elif carried:
+                (out / carried[0]).write_text(carried[1])
     except OSError as e:  # a full disk, a file-size limit: one line, and the folder as it was
         parser.error(f"{args.directory}: could not be written ({e.strerror or type(e).__name__}); nothing replaced")
     print(f"wrote {args.directory}")
@@ -180,7 +197,7 @@ def export_main(argv: list[str] | None = None) -> int:
 
 
 def push_main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="yahtzee-lightning push", description="upload an agent folder to the Hub")
+    parser = VerbParser(prog="yahtzee-lightning push", description="upload an agent folder to the Hub")
     parser.add_argument("directory", help="an agent folder (written by export)")
     parser.add_argument("--repo-id", required=True, help="user/name on the Hub; created if missing")
     parser.add_argument("--private", action="store_true", help="create the repo private")
@@ -203,7 +220,7 @@ def push_main(argv: list[str] | None = None) -> int:
 
 
 def pull_main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="yahtzee-lightning pull", description="download an agent from the Hub")
+    parser = VerbParser(prog="yahtzee-lightning pull", description="download an agent from the Hub")
     parser.add_argument("repo_id", help="user/name on the Hub")
     parser.add_argument("directory", help="the agent folder to write")
     parser.add_argument("--revision", default=None, help="branch, tag or commit (default: main)")

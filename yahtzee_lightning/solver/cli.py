@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from ..cli import plain
+from ..cli import VerbParser, plain
 from ..evaluation.cli import add_rules_arguments, device_from_args, rules_from_args
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="yahtzee-lightning solve", description=plain(__doc__))
+    parser = VerbParser(prog="yahtzee-lightning solve", description=plain(__doc__))
     add_rules_arguments(parser)
     parser.add_argument("--device", default="cpu", help="torch device to solve on: cpu, cuda ... (default: cpu)")
     parser.add_argument("--out", default=None, help="where to save the table (default: the cache)")

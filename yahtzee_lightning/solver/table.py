@@ -96,10 +96,20 @@ class OptimalTable:
             raise FileNotFoundError(f"no optimal table at {path}")
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
-        version = int(meta.get("format_version", -1))
-        if version != FORMAT_VERSION:
-            raise TableFormatError(f"{path}: table format version {version}, this package reads {FORMAT_VERSION}")
-        saved = Rules.from_dict(json.loads(meta["rules"]))
+        field = "format_version"
+        try:  # metadata edited or damaged: named, with the file, never a bare parse error
+            version = int(meta.get(field, -1))
+            if version != FORMAT_VERSION:
+                raise TableFormatError(f"{path}: table format version {version}, this package reads {FORMAT_VERSION}")
+            field = "rules"
+            saved = Rules.from_dict(json.loads(meta[field]))
+            field = "seconds"
+            seconds = float(meta.get(field, 0.0))
+        except (ValueError, TypeError, KeyError) as e:
+            if isinstance(e, TableFormatError):
+                raise
+            detail = "missing" if isinstance(e, KeyError) else f"{str(e)[:80]}"
+            raise TableFormatError(f"{path}: its metadata is damaged ({field}: {detail})") from None
         if rules is not None and saved != rules:
             raise ValueError(f"{path} was built for rules {saved.tag()}, not {rules.tag()}")
         values = load_file(str(path))["values"].clone()  # a copy: the checked bytes are the used ones (not a map)
@@ -108,7 +118,7 @@ class OptimalTable:
         values = values.to(device)
         if values.shape != (N_MASKS, N_UPPER, 2):
             raise TableFormatError(f"{path}: values have shape {tuple(values.shape)}, expected {(N_MASKS, N_UPPER, 2)}")
-        return cls(values, saved, float(meta.get("seconds", 0.0)))
+        return cls(values, saved, seconds)
 
 
 Block = tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]

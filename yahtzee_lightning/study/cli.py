@@ -13,12 +13,12 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..cli import plain
+from ..cli import VerbParser, plain
 from .spec import StudyError, load_study
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="yahtzee-lightning study", description=plain(__doc__))
+    parser = VerbParser(prog="yahtzee-lightning study", description=plain(__doc__))
     verbs = parser.add_subparsers(dest="verb", required=True)
     run = verbs.add_parser("run", help="run (or resume) a study's cells")
     run.add_argument("file", help="a study file, e.g. conf/study/smoke.yaml")
