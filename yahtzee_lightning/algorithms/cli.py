@@ -29,7 +29,7 @@ from lightning.pytorch.cli import LightningCLI
 from ..manifest import FolderBusy, folder_lock
 from . import resume
 from .checkpoint import is_run_checkpoint
-from .launch import LaunchError, SameRunOnEveryRank, check_nodes
+from .launch import LaunchError, SameRunOnEveryRank, check_nodes, check_resumed_ranks
 from .progress_lines import FitProgressLines
 
 # Loggers (CSV + TensorBoard) and checkpointing (every epoch = every evaluation interval, plus
@@ -96,7 +96,7 @@ def share_run_version(trainer_config: Any, checkpoint_folders: list[Path]) -> in
     version = max([-1, *(k for root in roots for k in resume.run_versions(root))]) + 1
     # Taken by creating its folder: two runs started at once would both count the same free K. Only by
     # the first process of a run: DDP's other ranks run this too, and take the run's folders from it.
-    if roots and not any(int(os.environ.get(k, "0")) for k in ("LOCAL_RANK", "NODE_RANK", "RANK")):
+    if roots and not any(int(os.environ.get(k, "0")) for k in ("LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID")):
         while True:
             try:
                 (roots[0] / f"version_{version}").mkdir(parents=True)
@@ -196,7 +196,8 @@ class _CLI(LightningCLI):
         if self._resumed is not None:  # resolved with the run's folders (place_run)
             try:
                 resume.check_overrides(self.model, self._resumed, self.config_init[self.subcommand]["ckpt_path"])
-            except resume.ResumeError as e:
+                check_resumed_ranks(self._resumed, self.trainer.num_nodes * self.trainer.num_devices)
+            except (resume.ResumeError, LaunchError) as e:
                 usage_error(self.subcommand, str(e))
         hold_run_folders(self.trainer, self.subcommand)
 
