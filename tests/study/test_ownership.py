@@ -148,3 +148,49 @@ def test_one_session_writes_into_a_study_folder_and_a_killed_one_does_not_block(
 
     with folder_lock(out, "a test"):
         pass
+
+
+def test_t1s_fresh_games_cache_is_keyed_by_the_checkpoint_it_played(tmp_path, monkeypatch):
+    """A run trained again (another last.ckpt in the same folder, same seed and games) is played again;
+    the entry of the weights it replaced is dropped, not kept beside it."""
+    from types import SimpleNamespace
+
+    import lightning as L
+
+    from yahtzee_lightning.algorithms import Reinforce
+    from yahtzee_lightning.study import tables
+    from yahtzee_lightning.study.records import read_record
+    from yahtzee_lightning.study.results import Trial
+
+    def checkpoint(seed: int, path: Path) -> None:
+        L.seed_everything(seed)
+        model = Reinforce(
+            total_games=20, games_per_batch=20, evaluations=1, eval_games=4, final_eval_games=0,
+            d_h=16, n_layers=1, head_hidden=16, boxes=[0, 12], seed=seed,
+        )  # fmt: skip
+        trainer = L.Trainer(logger=False, enable_progress_bar=False, enable_checkpointing=False)
+        trainer.fit(model)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        trainer.save_checkpoint(path)
+
+    run = tmp_path / "runs" / "c0" / "seed0"
+    (run).mkdir(parents=True)
+    (run / "final.json").write_text("{}")
+    trial = Trial("cells", "c0", [0], "runs/c0/seed0")
+    cell = SimpleNamespace(final_eval_games=8)
+    ctx = SimpleNamespace(out=tmp_path, trials=[trial], study=SimpleNamespace(cells={"c0": cell}))
+    played = []
+    from yahtzee_lightning import evaluation
+
+    evaluate = evaluation.evaluate
+    monkeypatch.setattr(evaluation, "evaluate", lambda *a, **k: played.append(1) or evaluate(*a, **k))
+    series = SimpleNamespace(cell="c0")
+    checkpoint(0, run / "checkpoints" / "last.ckpt")
+    tables.fresh_scores(ctx, series)
+    tables.fresh_scores(ctx, series)  # cached: not played again
+    assert len(played) == 1
+    checkpoint(1, run / "checkpoints" / "last.ckpt")  # trained again
+    tables.fresh_scores(ctx, series)
+    assert len(played) == 2
+    cache = read_record(tmp_path / tables.FRESH, "")
+    assert len(cache) == 1 and next(iter(cache)).startswith("runs/c0/seed0#0#8#")
