@@ -70,20 +70,38 @@ def _counts(td: TensorDictBase) -> torch.Tensor:
     return _shared("counts", lambda: tables(td.device).counts[_dice_index(td)])
 
 
+#: Per device: the dice features of each of the 252 multisets, one row each (the one-hot of its
+#: sorted dice, then its face counts / 5): a state's dice features are one row lookup.
+_DICE_ROWS: dict[torch.device, torch.Tensor] = {}
+
+
+def _dice_rows(td: TensorDictBase) -> torch.Tensor:
+    """``(..., 36)``: the one-hot of the sorted dice (30) and the face counts / 5 (6) of ``td``'s dice."""
+    device = td.device if td.device is not None else td[K.DICE].device
+    if device not in _DICE_ROWS:
+        t = tables(device)
+        onehot = torch.nn.functional.one_hot(t.dice.long() - 1, N_FACES).flatten(-2).float()
+        _DICE_ROWS[device] = torch.cat([onehot, t.counts.float() / N_DICE], -1)
+    return _shared("dice_rows", lambda: _DICE_ROWS[device][_dice_index(td)])
+
+
 @register_feature("dice_onehot", N_DICE * N_FACES, "5x6 one-hot of the sorted dice")
 def dice_onehot(td: TensorDictBase, rules: Rules) -> torch.Tensor:
-    d = td[K.DICE].long() - 1
-    return torch.nn.functional.one_hot(d, N_FACES).flatten(-2).float()
+    return _dice_rows(td)[..., : N_DICE * N_FACES]
 
 
 @register_feature("dice_bin", N_FACES, "face counts n(d) / 5")
 def dice_bin(td: TensorDictBase, rules: Rules) -> torch.Tensor:
-    return _counts(td).float() / N_DICE
+    return _dice_rows(td)[..., N_DICE * N_FACES :]
 
 
 @register_feature("dice_combined", N_DICE * N_FACES + N_FACES, "one-hot and face counts")
 def dice_combined(td: TensorDictBase, rules: Rules) -> torch.Tensor:
-    return torch.cat([dice_onehot(td, rules), dice_bin(td, rules)], -1)
+    return _dice_rows(td)
+
+
+def _upper_sum(td: TensorDictBase) -> torch.Tensor:
+    return _shared("upper_sum", lambda: upper_sum(td[K.CARD]))
 
 
 @register_feature("card_mask", N_BOXES, "1 where a box is open")
@@ -93,7 +111,7 @@ def card_mask(td: TensorDictBase, rules: Rules) -> torch.Tensor:
 
 @register_feature("bonus_progress", 1, "min(upper sum / 63, 1)")
 def bonus_progress(td: TensorDictBase, rules: Rules) -> torch.Tensor:
-    return (upper_sum(td[K.CARD]).float() / UPPER_BONUS_THRESHOLD).clamp(max=1).unsqueeze(-1)
+    return (_upper_sum(td).float() / UPPER_BONUS_THRESHOLD).clamp(max=1).unsqueeze(-1)
 
 
 @register_feature("turn_progress", 1, "turn / (turns - 1)")
@@ -117,7 +135,7 @@ def joker_active(td: TensorDictBase, rules: Rules) -> torch.Tensor:
 @register_feature("upper_lockin", 6, "scoring this upper box now would reach 63")
 def upper_lockin(td: TensorDictBase, rules: Rules) -> torch.Tensor:
     card = td[K.CARD]
-    up = upper_sum(card).unsqueeze(-1)
+    up = _upper_sum(td).unsqueeze(-1)
     gain = _counts(td) * torch.arange(1, 7, device=td.device)
     return ((card[..., :6] == OPEN) & (up < UPPER_BONUS_THRESHOLD) & (up + gain >= UPPER_BONUS_THRESHOLD)).float()
 
