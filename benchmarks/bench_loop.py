@@ -51,7 +51,6 @@ def _child(args: argparse.Namespace) -> dict:
     for item in args.set:
         key, _, value = item.partition("=")
         settings[key] = yaml.safe_load(value)
-    gpb = settings["games_per_batch"] * (len(settings["ensemble"]) if isinstance(settings.get("ensemble"), list) else 1)
     updates = args.warmup + args.updates
     settings.update(total_games=updates * settings["games_per_batch"], evaluations=1, final_eval_games=0)
     # Settings the tree's classes take (the old tree may lack a new one, e.g. log_every).
@@ -82,7 +81,7 @@ def _child(args: argparse.Namespace) -> dict:
         log_every_n_steps=settings.get("log_every", 10),  # the new code sets it from log_every itself
     )
     trainer.fit(model)
-    games_per_s = args.updates * gpb / clock.seconds
+    games_per_s = args.updates * settings["games_per_batch"] * getattr(model, "ensemble_size", 1) / clock.seconds
 
     # A position's cost: in collection (per step forward + sampling + env) and in the update's forward.
     from yahtzee_lightning import nn as ynn
