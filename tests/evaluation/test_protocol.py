@@ -61,6 +61,18 @@ def test_cli_table_json_and_report(tmp_path, capsys, default_table):
         assert (tmp_path / name).stat().st_size > 0
     markdown = (tmp_path / "evaluation.md").read_text()
     assert "![boxes](boxes.png)" in markdown and "![scores](scores.png)" in markdown  # the report shows its plots
+    # Written again over its own files; a file of the user's at one of its names is never overwritten.
+    (tmp_path / "notes.md").write_text("mine")
+    assert main(["evaluate", "--agent", "greedy", "--games", "50", "--report", str(tmp_path)]) == 0
+    (tmp_path / "evaluation.md").write_text("my edits")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        main(["evaluate", "--agent", "greedy", "--games", "50", "--report", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert (
+        e.value.code == 2 and len(err) == 1 and "evaluation.md there was not written by an evaluation report" in err[0]
+    )
+    assert (tmp_path / "evaluation.md").read_text() == "my edits" and (tmp_path / "notes.md").read_text() == "mine"
 
 
 def test_cli_two_player_matches(capsys, default_table):

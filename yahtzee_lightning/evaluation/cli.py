@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..cli import (
@@ -134,6 +135,16 @@ def main(argv: list[str] | None = None) -> int:
     # 0 or fewer players would otherwise be read as a solo evaluation
     check_count(parser, "--players", args.players, 1, MAX_PLAYERS, WHY_PLAYERS)
     check_seed(args.seed, parser)
+    if args.report:  # before the games are played: a file of the user's there is never overwritten
+        from .report import report_clashes
+
+        if Path(args.report).is_symlink() or (Path(args.report).exists() and not Path(args.report).is_dir()):
+            parser.error(f"--report {args.report}: not a folder (a file or a symbolic link is there)")
+        if clash := report_clashes(args.report):
+            parser.error(
+                f"--report {args.report}: {', '.join(clash)} there was not written by an evaluation report (or was "
+                "changed since); choose another folder or move it away"
+            )
     device_from_args(args.device, parser)
     rules = rules_from_args(args, parser)
 

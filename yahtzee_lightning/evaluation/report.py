@@ -89,8 +89,41 @@ def format_markdown(result: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+#: The files a report writes: replaced by the next report only where its manifest proves them its own.
+REPORT_FILES = ("evaluation.json", "evaluation.md", "boxes.png", "scores.png")
+
+
+def report_clashes(directory: str | Path) -> list[str]:
+    """The files of a report's names in ``directory`` that a new report must not overwrite: not proven
+    written by a report (its ``manifest.json``), or changed since. A folder written before manifests
+    has its report files replaced."""
+    from ..manifest import MANIFEST, Manifest
+
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    manifest, old = Manifest.read(directory), not (directory / MANIFEST).exists()
+    present = [n for n in REPORT_FILES if (directory / n).exists() or (directory / n).is_symlink()]
+    return [n for n in present if not (manifest.owns(n) or (old and (directory / n).is_file()))]
+
+
 def write_report(result: dict, directory: str | Path) -> list[Path]:
-    """JSON, Markdown and PNG plots (per-box means against optimal, score histograms); the Markdown shows the plots."""
+    """JSON, Markdown and PNG plots (per-box means against optimal, score histograms); the Markdown shows
+    the plots. The files written are listed in the folder's ``manifest.json``; a file of the user's
+    there is never overwritten (``ValueError``, before anything is written)."""
+    from ..manifest import Manifest
+
+    if clash := report_clashes(directory):
+        raise ValueError(
+            f"{directory}: {', '.join(clash)} would be overwritten but was not written by an evaluation report "
+            "(or was changed since); choose another --report folder or move it away"
+        )
+    paths = _write_report(result, Path(directory))
+    Manifest.read(directory).add([p.name for p in paths])
+    return paths
+
+
+def _write_report(result: dict, directory: Path) -> list[Path]:
     import matplotlib
 
     from .protocol import to_json
@@ -98,7 +131,6 @@ def write_report(result: dict, directory: str | Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     paths = [directory / "evaluation.json", directory / "evaluation.md", directory / "boxes.png"]
     paths[0].write_text(json.dumps(to_json(result), indent=2))
