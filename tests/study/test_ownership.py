@@ -194,3 +194,17 @@ def test_t1s_fresh_games_cache_is_keyed_by_the_checkpoint_it_played(tmp_path, mo
     assert len(played) == 2
     cache = read_record(tmp_path / tables.FRESH, "")
     assert len(cache) == 1 and next(iter(cache)).startswith("runs/c0/seed0#0#8#")
+
+
+def test_study_run_counts_are_bounded_in_one_line(tmp_path, capsys):
+    from yahtzee_lightning.study.cli import main
+
+    for flag, value, message in (
+        ("--cpus", "0", "--cpus must be >= 1"),
+        ("--retries", "1000", "--retries must be at most 100"),
+    ):
+        with pytest.raises(SystemExit) as e:
+            main(["run", "s.yaml", "--out", str(tmp_path / "out"), flag, value])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert e.value.code == 2 and len(err) == 1 and message in err[0] and "study run --help" in err[0]
+    assert not (tmp_path / "out").exists()

@@ -13,7 +13,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..cli import VerbParser, plain
+from ..cli import VerbParser, check_count, plain
 from .spec import StudyError, load_study
 
 
@@ -37,7 +37,12 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         help="times a trial whose process died runs again, from its newest checkpoint (default: 3 on a cluster)",
     )
-    run.add_argument("--force", action="store_true", help="delete the results already in --out first")
+    run.add_argument(
+        "--force",
+        action="store_true",
+        help="first delete the files earlier sessions wrote in --out (only those: any others stay)",
+    )
+    run.set_defaults(verb_parser=run)
     run.add_argument("--report", action="store_true", help="write the report when the cells are done")
     run.add_argument(
         "--no-pack",
@@ -49,13 +54,21 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--profile")
     report = verbs.add_parser("report", help="write DIR/report/ from a study folder")
     report.add_argument("dir", help="a study folder written by `study run`")
-    report.add_argument("--force", action="store_true", help="replace an existing report")
+    report.add_argument(
+        "--force", action="store_true", help="replace an existing report's files (only those: any others stay)"
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
+    if args.verb == "run":
+        run = args.verb_parser  # its own prog in the line
+        if args.cpus is not None:  # trial slots of one local Ray instance (more than the cores share them)
+            check_count(run, "--cpus", args.cpus, 1, 1024, "trial slots of one machine's Ray instance")
+        if args.retries is not None:
+            check_count(run, "--retries", args.retries, 0, 100, "a trial that died 100 times will not finish")
     try:
         if args.verb == "report":
             from .report import write_report
