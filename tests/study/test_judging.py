@@ -151,3 +151,21 @@ def test_a_spread_needs_three_seeds_a_side():
     assert math.isnan(spread([1.0, 9.0], [4.0, 5.0]).p)  # two seeds: both equally far from their median
     wide = spread([150.0, 200.0, 100.0, 210.0, 95.0, 205.0], [225.0, 226.0, 224.5, 225.5, 226.5, 224.0])
     assert wide.effect > 0 and wide.p < 0.05 and wide.resolved
+
+
+def test_the_reports_first_lines_say_where_the_network_and_budget_are_smaller_than_the_papers():
+    from pathlib import Path
+
+    from yahtzee_lightning.study.report import setting_lines
+    from yahtzee_lightning.study.spec import Cell
+
+    conf = Path(__file__).resolve().parents[2] / "conf"
+    small = {"model.init_args.d_h": 128, "model.init_args.n_layers": 2}
+    cells = {
+        f"c{i}": Cell(f"c{i}", str(conf / name), small, total_games=500_000)
+        for i, name in enumerate(("reinforce.yaml", "a2c.yaml", "ppo.yaml"))
+    }
+    (line, _) = setting_lines(SimpleNamespace(study=SimpleNamespace(cells=cells)))
+    assert "trunk 128 x 2, 500,000 games a run" in line and "smaller than the paper's, the same for every cell" in line
+    paper = {k: Cell(k, c.base, {}, total_games=1_000_000) for k, c in cells.items()}  # the configs' own 600 x 3
+    assert "as in the paper" in setting_lines(SimpleNamespace(study=SimpleNamespace(cells=paper)))[0]

@@ -32,6 +32,7 @@ from .figures import (
     draw_agent_bars,
     draw_bars,
     draw_curves,
+    draw_factorial,
     draw_pareto,
     draw_population,
     draw_profiles,
@@ -92,7 +93,9 @@ EXHIBITS: dict[str, Exhibit] = {
     ),
     "F6": Exhibit("Entropy regimes", table_entropy, "md", TABLE),
     "F7": Exhibit(
-        "Architecture: width and depth of the trunk", draw_bars((("mean_score", "final mean score"),)), spread=BARS
+        "Architecture: width and depth of the trunk, as a factorial",
+        draw_factorial("mean_score", "final mean score"),
+        spread=BARS,
     ),
     "F8": Exhibit("With and without LayerNorm: learning curves", draw_curves("mean_score", "mean score")),
     "F9": Exhibit(
@@ -182,6 +185,9 @@ NOTES = {
     "F8": CURVE.format(what="mean score"),
     "F9": CURVE.format(what="explained variance of the value head on the last training batch before the evaluation"),
     "F11": "Rate in % of the final evaluation's games.",
+    "F7": "Widths along x, a line per depth: each point a cell's final mean score over its seeds with its "
+    "interval, small dots its members (red crosses: collapsed). Lines apart: an effect of depth; lines not "
+    "parallel: an interaction; claims.md tests both as contrasts of cell means.",
     "F12": CURVE.format(
         what="keep-head entropy, averaged over the rolling decisions of the last batch before the evaluation"
     )
@@ -196,7 +202,9 @@ NOTES = {
     "cells of that algorithm on the very games it is judged on, so its mean and median are optimistic; the fresh-games "
     "columns play every member of that cell again on games no evaluation played (as many as its final evaluation), "
     'from its last checkpoint ("no weights": the folder holds no checkpoints). Optimal and greedy: the same '
-    "protocol on the games of one member's final evaluation.",
+    "protocol on the games of one member's final evaluation. Minus greedy, same games: each seed's mean score "
+    "minus the greedy player's on that seed's own final games, the mean of those differences with its paired t "
+    "interval.",
     "P3": "Share of games in which each box is the first one filled.",
     "B1": "The best member is picked after the fact, by its final score.",
     "B2": "The best member is picked after the fact (an optimistic estimate); the population's mean against the "
@@ -269,28 +277,27 @@ def beside_the_mean(study: Study) -> dict[str, list[str]]:
 
 
 def setting_lines(ctx: Context) -> list[str]:
-    """The report's first lines: the network and budget every cell trained with, so that a reader sees
-    at once where they differ from the paper's (600 x 3 networks, 1,000,000 games a run)."""
+    """The report's first lines: the networks and budget the full-game cells trained with, so that a
+    reader sees at once where they differ from the paper's (600 x 3 networks, 1,000,000 games a run)."""
     shapes, budgets = set(), set()
     for cell in ctx.study.cells.values():
-        args = (
-            compose(Path(cell.base).read_text(), cell.overrides).get("model", {}).get("init_args", {})
-            if Path(cell.base).exists()
-            else {}
-        )
+        base = Path(cell.base)  # a study run elsewhere: its overrides alone (where the profile sets the shape)
+        config = compose(base.read_text() if base.is_file() else "{}", cell.overrides)
+        args = (config.get("model") or {}).get("init_args") or {}
         if cell.task == "full_game" and "d_h" in args:
-            shapes.add(f"{args['d_h']} x {args.get('n_layers', '?')}")
+            shapes.add((int(args["d_h"]), int(args.get("n_layers", 0))))
             budgets.add(cell.total_games)
     if not shapes:
         return []
-    differs = shapes != {"600 x 3"} or budgets != {1_000_000}
+    same = "the same for every cell" if len(shapes) == 1 else "varied only where an ablation varies them"
+    paper = shapes == {(600, 3)} and budgets == {1_000_000}
     text = (
-        f"**Networks and budget of the full-game cells: trunk {' / '.join(sorted(shapes))}, "
+        f"**Networks and budget of the full-game cells: trunk {' / '.join(f'{w} x {d}' for w, d in sorted(shapes))}, "
         f"{' / '.join(f'{b:,}' for b in sorted(budgets))} games a run"
         + (
-            " (the paper: 600 x 3, 1,000,000 games): smaller than the paper's, the same for every algorithm.**"
-            if differs
-            else ", as in the paper.**"
+            ", as in the paper.**"
+            if paper
+            else f" (the paper: 600 x 3, 1,000,000 games): smaller than the paper's, {same}.**"
         )
     )
     return [text, ""]

@@ -27,7 +27,7 @@ from .context import (
 )
 from .records import digested_text, read_record
 from .spec import StudyError
-from .stats import bootstrap, iqm, probability_of_improvement
+from .stats import bootstrap, iqm, paired, probability_of_improvement
 
 FRESH = "fresh.json"  # T1's re-evaluations on fresh games, by member (cached in the study folder)
 FRESH_SEED = 15_485_863  # added to a member's seed: games that neither its evaluations nor its final one played
@@ -87,6 +87,15 @@ def fresh_scores(ctx: Context, s: Series) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["seed", "mean_score", "median"])
 
 
+def against_greedy(f: pd.DataFrame) -> str:
+    """A cell's mean score minus the greedy player's on each seed's own final games, paired per seed."""
+    done = f[f["status"] == "done"] if "status" in f else f
+    if "greedy/mean_score" not in done or done["greedy/mean_score"].isna().any() or done.empty:
+        return "-"
+    c = paired(done["mean_score"], done["greedy/mean_score"])
+    return f"{c.effect:+.1f} [{c.low:+.1f}, {c.high:+.1f}]" if not math.isnan(c.low) else f"{c.effect:+.1f}"
+
+
 def table_summary(ctx: Context, ablations: list[str], path: Path) -> int:
     """T1: per agent (best cell of each algorithm, picked after the fact) the budget, mean and
     median, both again on fresh games, SD, rates, share >= 250, regret."""
@@ -107,6 +116,7 @@ def table_summary(ctx: Context, ablations: list[str], path: Path) -> int:
                 f"{100 * r['yahtzee_rate']:.1f}",
                 f"{100 * r['share_at_least_250']:.1f}",
                 "0" if name == "optimal" else f"{r['regret']['per_game_mean']:.1f}" if "regret" in r else "-",
+                "-",
             ]
         )
     for s in agents(ctx, ablations):
@@ -128,10 +138,11 @@ def table_summary(ctx: Context, ablations: list[str], path: Path) -> int:
                 mean_and_interval(f["yahtzee_rate"], "yahtzee_rate"),
                 mean_and_interval(f["share_at_least_250"], "share_at_least_250"),
                 mean_and_interval(f["regret_per_game"], "regret_per_game"),
+                against_greedy(f),
             ]
         )
     header = ["agent", "picked", "training games", "mean", "median", "mean, fresh games", "median, fresh games"]
-    header += ["SD", "upper bonus %", "Yahtzee %", "games >= 250 %", "regret/game"]
+    header += ["SD", "upper bonus %", "Yahtzee %", "games >= 250 %", "regret/game", "minus greedy, same games"]
     path.write_text(markdown_table(header, rows))
     return len(rows)
 
