@@ -161,6 +161,19 @@ def test_an_evolved_learning_rate_is_written_into_the_inherited_checkpoint(tmp_p
     assert out["hyper_parameters"]["lr"] == 0.004
     assert out["optimizer_states"][0]["param_groups"][0] == {"lr": 0.002, "initial_lr": 0.004}
     assert out["lr_schedulers"][0] == {"base_lrs": [0.004], "_last_lr": [0.002]}
+    # sealed anew: what it now holds matches its sha256s, so the member that inherits it resumes from it
+    from yahtzee_lightning.algorithms.resume import PARTS_DIGEST, checkpoint_problem
+
+    assert (
+        checkpoint_problem(out, "inherited.ckpt") is None and "lr_schedulers" in out["yahtzee_lightning"][PARTS_DIGEST]
+    )
+    # a donor edited after it was sealed is never passed on
+    out["optimizer_states"][0]["param_groups"][0]["lr"] = 1.0
+    torch.save(out, tmp_path / "edited.ckpt")
+    with pytest.raises(
+        ValueError, match=r"edited.ckpt: the checkpoint handed over cannot be trusted \(its optimizer state"
+    ):
+        retune(tmp_path / "edited.ckpt", tmp_path / "run2" / "inherited.ckpt", {"model.init_args.lr": 0.008})
 
 
 def test_the_frontier():  # the intervals over seeds: tests/study/test_stats.py

@@ -27,6 +27,7 @@ import yaml
 from lightning.pytorch.loggers import Logger
 
 from ..algorithms.checkpoint import is_run_checkpoint
+from ..algorithms.resume import checkpoint_digest, load_checked
 from .cluster import on_gpu, where
 from .fit_config import compose
 from .records import digested_text, final_text, read_final
@@ -191,8 +192,12 @@ def trial_config(
 
 
 def retune(src: Path, dst: Path, settings: dict[str, Any]) -> None:
-    """Copy a checkpoint with an evolved learning rate: its hyperparameter, optimiser and schedule."""
-    ckpt = torch.load(src, map_location="cpu", weights_only=True)
+    """Copy a checkpoint with an evolved learning rate: its hyperparameter, optimiser and schedule.
+    The source is checked first (a damaged one is never passed on), and the copy sealed anew with the
+    sha256s of what it now holds."""
+    ckpt, problem = load_checked(src)
+    if ckpt is None:
+        raise ValueError(f"{src}: the checkpoint handed over cannot be trusted ({problem})")
     new = settings.get("model.init_args.lr")
     hp = ckpt.get("hyper_parameters") or {}
     if new is not None and "lr" in hp and float(hp["lr"]) != float(new):
@@ -207,6 +212,7 @@ def retune(src: Path, dst: Path, settings: dict[str, Any]) -> None:
             for key in ("base_lrs", "_last_lr"):
                 if key in sched:
                     sched[key] = [x * ratio for x in sched[key]]
+    checkpoint_digest(ckpt)
     dst.parent.mkdir(parents=True, exist_ok=True)
     torch.save(ckpt, dst)
 
