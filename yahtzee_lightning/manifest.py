@@ -78,8 +78,8 @@ def _files(folder: Path, under: Iterable[str] | None = None, skip: Iterable[str]
             for name in filenames:
                 p = here / name
                 rel = p.relative_to(folder).as_posix()
-                if not p.is_symlink() and p.is_file() and rel not in META:
-                    yield rel
+                if not p.is_symlink() and p.is_file() and rel not in META and not rel.startswith(f".{MANIFEST}."):
+                    yield rel  # (a manifest being saved, or left half-saved by a kill, is ours too)
 
 
 class Manifest:
@@ -179,7 +179,8 @@ class Manifest:
             say(f"kept {self.folder / name}: not written by yahtzee-lightning, or changed since")
         if len(kept) > KEPT_LINES:
             say(f"kept {len(kept) - KEPT_LINES} more files in {self.folder} (not ours, or changed since)")
-        self.files = {k: v for k, v in self.files.items() if (self.folder / k).is_file()}
+        # what is gone, and what was kept (changed since: no longer provably ours), leave the list
+        self.files = {k: v for k, v in self.files.items() if (self.folder / k).is_file() and k not in kept}
         self.save()
         return kept
 
