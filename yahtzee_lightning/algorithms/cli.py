@@ -31,6 +31,7 @@ from . import resume
 from .checkpoint import is_run_checkpoint
 from .launch import LaunchError, SameRunOnEveryRank, check_nodes, check_resumed_ranks
 from .progress_lines import FitProgressLines
+from .training_config import TrainingConfig
 
 # Loggers (CSV + TensorBoard) and checkpointing (every epoch = every evaluation interval, plus
 # ``last.ckpt`` every few minutes for ``--ckpt_path last``: ``RunCheckpoint``) are set in each YAML under conf/.
@@ -392,6 +393,7 @@ def run_cli(argv: list[str] | None = None) -> LightningCLI:
             L.LightningModule,
             subclass_mode_model=True,
             trainer_defaults=TRAINER_DEFAULTS,
+            save_config_callback=TrainingConfig,  # config.yaml in the logs, and the YAML in every checkpoint
             save_config_kwargs={"overwrite": True},
             args=argv,
         )
