@@ -94,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         "--agent",
         default="optimal",
         help="optimal, greedy, random, winseeking (matches only), an agent folder or a hub id; endgame:NAME "
-        "plays NAME with the exact win-maximising last turn of a match; sb3:PATH plays a Stable-Baselines3 "
+        "plays NAME with the exact win-maximising last turn of a match; lookahead:AGENT plays the rest of each "
+        "turn exactly against the agent's learned turn-start value (docs/lookahead.md); sb3:PATH plays a "
+        "Stable-Baselines3 "
         "model zip trained on the Gymnasium env (yahtzee_lightning/Yahtzee-v0): loading it unpickles parts of "
         "that file, so name only files you trust",
     )
