@@ -5,7 +5,8 @@ drawn by the same ``random.Random``, in this process, in alternating rounds (so 
 the machine falls on both alike). Ours: ``YahtzeeGymEnv.step`` returning the numpy observation
 and mask (the legal actions read from the mask), directly and through ``gymnasium.make`` (its
 default wrappers). pyhtzee: ``get_possible_actions`` and ``take_action``, the engine itself (it
-builds no observation). Reported: steps per second and the ratio to pyhtzee's.
+builds no observation). Reported: steps per second and the ratio to pyhtzee's (PyPI,
+``pip install -e ".[bench]"``).
 
     python benchmarks/bench_gym.py [--games 2000] [--rounds 3] [--json out.json]
 """
