@@ -22,7 +22,6 @@ from unittest import mock
 
 import lightning as L
 from jsonargparse import ArgumentError
-from lightning.pytorch.callbacks import TQDMProgressBar
 from lightning.pytorch.callbacks.progress import ProgressBar
 from lightning.pytorch.cli import LightningCLI
 
@@ -30,30 +29,14 @@ from ..manifest import FolderBusy, folder_lock
 from . import resume
 from .checkpoint import is_run_checkpoint
 from .launch import LaunchError, SameRunOnEveryRank, check_nodes, check_resumed_ranks
-from .progress_lines import FitProgressLines
+from .progress_lines import FitProgressLines, ProgressBarOnStderr
 from .training_config import TrainingConfig
 
 # Loggers (CSV + TensorBoard) and checkpointing (every epoch = every evaluation interval, plus
 # ``last.ckpt`` every few minutes for ``--ckpt_path last``: ``RunCheckpoint``) are set in each YAML under conf/.
 # Resuming follows the rule in ``resume.py`` (README, "Resuming a run").
-TRAINER_DEFAULTS = {"num_sanity_val_steps": 0}
-
-
-class ProgressBarOnStderr(TQDMProgressBar):
-    """Lightning's bar on stderr (stdout keeps the results), with the epoch count: ``Epoch 3/5``."""
-
-    def init_train_tqdm(self):
-        with contextlib.redirect_stdout(sys.stderr):  # Lightning's bars write to sys.stdout as they find it
-            return super().init_train_tqdm()
-
-    def init_validation_tqdm(self):
-        with contextlib.redirect_stdout(sys.stderr):
-            return super().init_validation_tqdm()
-
-    def on_train_epoch_start(self, trainer: L.Trainer, *args: Any) -> None:
-        super().on_train_epoch_start(trainer, *args)
-        if trainer.max_epochs and trainer.max_epochs > 0:
-            self.train_progress_bar.set_description(f"Epoch {trainer.current_epoch + 1}/{trainer.max_epochs}")
+# Launches on many ranks are checked as the ranks meet (launch.py): a callback every fit has.
+TRAINER_DEFAULTS = {"num_sanity_val_steps": 0, "callbacks": [SameRunOnEveryRank()]}
 
 
 def trainer_overrides(model: Any, trainer_config: dict[str, Any]) -> dict[str, Any]:
@@ -224,22 +207,15 @@ class _CLI(LightningCLI):
     def before_instantiate_classes(self) -> None:
         config = self.config.get(str(self.subcommand), self.config)
         try:
+            check_nodes(config.trainer.get("num_nodes"))  # before Lightning waits for nodes nobody starts
             self._resumed = place_run(config)
-        except resume.ResumeError as e:
+        except (resume.ResumeError, LaunchError) as e:
             usage_error(self.subcommand, str(e))
         expect_checkpoints_when_resuming(config)
 
     def instantiate_trainer(self, **kwargs: Any) -> L.Trainer:
         trainer_config = self._get(self.config_init, "trainer", default={})
-        try:
-            check_nodes(trainer_config.get("num_nodes"))  # before Lightning waits for nodes nobody starts
-        except LaunchError as e:
-            usage_error(self.subcommand, str(e))
-        settings = {**trainer_overrides(self.model, trainer_config), **kwargs}
-        callbacks = settings.get("callbacks", trainer_config.get("callbacks")) or []
-        callbacks = callbacks if isinstance(callbacks, list) else [callbacks]
-        settings["callbacks"] = [*callbacks, SameRunOnEveryRank()]  # ranks checked as they meet (launch.py)
-        return super().instantiate_trainer(**settings)
+        return super().instantiate_trainer(**{**trainer_overrides(self.model, trainer_config), **kwargs})
 
 
 class ConfigError(ValueError):

@@ -1,4 +1,5 @@
-"""Training's progress where there is no terminal: a line every interval, not silence.
+"""Training's progress: Lightning's bar on a terminal (on stderr, :class:`ProgressBarOnStderr`), and
+where there is no terminal a line every interval, not silence.
 
 Lightning's bar is for terminals; under nohup, CI, SLURM or Ray a run's output goes to a file, and
 without this a run said nothing for an hour after its model summary. :class:`FitProgressLines`
@@ -12,14 +13,34 @@ steps for any other LightningModule.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from typing import Any
 
 import lightning as L
+from lightning.pytorch.callbacks import TQDMProgressBar
 
 from ..progress import ProgressLines
 
 #: Logged metrics shown on the line (the progress bar's own), under the names they are shown with.
 SHOWN = {"return": "return", "eval_score": "eval score"}
+
+
+class ProgressBarOnStderr(TQDMProgressBar):
+    """Lightning's bar on stderr (stdout keeps the results), with the epoch count: ``Epoch 3/5``."""
+
+    def init_train_tqdm(self):
+        with contextlib.redirect_stdout(sys.stderr):  # Lightning's bars write to sys.stdout as they find it
+            return super().init_train_tqdm()
+
+    def init_validation_tqdm(self):
+        with contextlib.redirect_stdout(sys.stderr):
+            return super().init_validation_tqdm()
+
+    def on_train_epoch_start(self, trainer: L.Trainer, *args: Any) -> None:
+        super().on_train_epoch_start(trainer, *args)
+        if trainer.max_epochs and trainer.max_epochs > 0:
+            self.train_progress_bar.set_description(f"Epoch {trainer.current_epoch + 1}/{trainer.max_epochs}")
 
 
 class FitProgressLines(L.Callback):
