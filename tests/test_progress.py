@@ -100,3 +100,14 @@ def test_turns_advance_the_bar_by_whole_games_that_add_up(games, n_turns):
     for turn in range(1, n_turns + 1):
         advance_turn(bar, games, turn, n_turns)
     assert bar.n == games
+
+
+def test_solving_prints_lines_in_states_when_piped(monkeypatch, capsys):
+    from yahtzee_lightning.game import Rules
+    from yahtzee_lightning.solver import solve
+
+    monkeypatch.setenv(INTERVAL_VARIABLE, "0")
+    solve(Rules(boxes=(0, 5, 12)), progress=True)
+    err = capsys.readouterr().err.splitlines()
+    assert err and all(line.startswith("solving ") and " states" in line for line in err)
+    assert re.search(r": ([\d,]+)/\1 states, \d+s$", err[-1])  # the last line: all of them, and the time
