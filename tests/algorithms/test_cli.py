@@ -287,14 +287,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _torchrun_two_nodes(tmp_path: Path, args: list[str], env: dict[str, str], tag: str) -> list[subprocess.Popen]:
-    """Two "nodes" of one process each on this machine, as docs/devices.md launches them (gloo, CPU)."""
+def _torchrun_two_nodes(
+    tmp_path: Path, args: list[str], env: dict[str, str], tag: str, per_node: tuple[list[str], ...] = ([], [])
+) -> list[subprocess.Popen]:
+    """Two "nodes" of one process each on this machine, as docs/devices.md launches them (gloo, CPU);
+    ``per_node``: arguments one node has and the other lacks."""
     port, nodes = _free_port(), []
-    for node in (0, 1):
+    for node, extra in enumerate(per_node):
         log = open(tmp_path / f"{tag}-node{node}.log", "w")  # noqa: SIM115 (closed with the process)
         launcher = ["-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1", f"--node_rank={node}"]
         launcher += ["--master_addr=127.0.0.1", f"--master_port={port}", "-m", "yahtzee_lightning.cli"]
-        cmd = [sys.executable, *launcher, *args]
+        cmd = [sys.executable, *launcher, *args, *extra]
         nodes.append(subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=log, stderr=log, start_new_session=True))
     return nodes
 
@@ -360,3 +363,20 @@ def test_two_nodes_through_torchrun_train_the_global_budget_and_resume_after_bot
         scores.append(evaluate(model.player(), 300, 1, model.rules, with_optimal=False, regret=False)["summary"])
     a, b = (s["score"] for s in scores)
     assert abs(a["mean"] - b["mean"]) <= 4 * (a["se"] ** 2 + b["se"] ** 2) ** 0.5  # within seed noise
+
+
+def test_two_nodes_that_disagree_on_a_setting_both_stop_with_one_line_naming_it(tmp_path):
+    paths = os.pathsep.join([str(Path(__file__).parent), str(ROOT)])
+    args = ["fit", "--config", str(ROOT / "conf" / "reinforce.yaml"), *TINY]
+    args += [f"--trainer.logger.init_args.save_dir={tmp_path}", f"--trainer.callbacks.init_args.dirpath={tmp_path}/ck"]
+    args += ["--trainer.strategy=ddp", "--trainer.num_nodes=2", "--trainer.devices=1", "--trainer.accelerator=cpu"]
+    env = dict(os.environ, PYTHONPATH=paths)
+    nodes = _torchrun_two_nodes(tmp_path, args, env, "disagree", per_node=([], ["--model.init_args.lr=0.002"]))
+    for node, p in enumerate(nodes):  # every rank stops (none waits for the other at a collective)
+        assert p.wait(timeout=300) != 0
+        log = (tmp_path / f"disagree-node{node}.log").read_text()
+        ours = [line for line in log.splitlines() if line.startswith("yahtzee-lightning fit: error:")]
+        assert ours == [
+            "yahtzee-lightning fit: error: the ranks disagree on lr: rank 0 has 0.001, rank 1 has 0.002; "
+            "launch every node with the same config and overrides"
+        ], log[-3000:]
