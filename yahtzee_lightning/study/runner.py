@@ -11,6 +11,7 @@ holds its final evaluation is never trained again.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import sys
 import time
@@ -214,12 +215,19 @@ def run_experiment(name: str, trials: list[Trial], study: Study, out: Path, cpus
     payloads = _payloads(trials, study, out)
     fn = trainable(study, payloads)
     callbacks = [ProgressCallback()]
-    if scheduler_spec is None and path.exists():
+    if scheduler_spec is None:
         # Without a scheduler Ray's state holds nothing the run folders do not (a finished trial reports
         # its final.json, an unfinished one resumes from its last.ckpt), and a restored experiment would
         # keep the concurrency it was started with: a fresh one takes this session's --cpus. Only the
-        # files the manifest proves Ray wrote go.
-        owned(out).remove_owned(under=[path.relative_to(out).as_posix()])
+        # files the manifest proves Ray wrote go; where others are left (written by a killed session
+        # after its last heartbeat, or not Ray's), the fresh experiment goes beside them, never on them.
+        for k in itertools.count(1):
+            path = out / "ray" / (experiment if k == 1 else f"{experiment}-{k}")
+            if path.exists():
+                owned(out).remove_owned(under=[path.relative_to(out).as_posix()])
+            if not path.exists():
+                break
+        experiment = path.name
     if tune.Tuner.can_restore(str(path)):
         print(f"resuming experiment {name} from {path}", file=sys.stderr)
         tuner = tune.Tuner.restore(str(path), fn, resume_unfinished=True, resume_errored=True)
