@@ -243,12 +243,10 @@ def _write_report(out: Path, force: bool) -> Path:
         (index := folder / "index.md").write_text("\n".join(lines))
         report.add(["exhibits.json", "index.md"])
         return index
-    written = []
     for eid, ablations in exhibits.items():
         ex = EXHIBITS[eid]
         path = folder / f"{eid}.{ex.suffix}"
         points = ex.draw(ctx, ablations, path)
-        written.append(path.name)
         report.add([path.name])  # at once: a report killed half-way is still replaced by the next
         manifest[eid] = {"file": path.name, "points": points, "ablations": ablations}
         lines += [f"## {eid}. {ex.title}", ""]
