@@ -8,9 +8,8 @@ import pytest
 import torch
 from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictSequential
-from torchrl.collectors import Collector
+from torchrl.collectors import Collector, RandomPolicy
 from torchrl.envs import ActionMask, TransformedEnv
-from torchrl.envs.utils import RandomPolicy
 from torchrl.modules import MLP, MaskedCategorical, ProbabilisticActor
 
 from yahtzee_lightning import YahtzeeEnv
