@@ -72,6 +72,15 @@ def test_the_interval_is_a_setting_named_when_bad(monkeypatch):
         line_interval()
 
 
+def test_a_bad_interval_stops_every_verb_in_one_line_before_any_work(monkeypatch, capsys):
+    from yahtzee_lightning.cli import main
+
+    monkeypatch.setenv(INTERVAL_VARIABLE, "-1")
+    assert main(["solve", "--boxes", "0"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line == f"yahtzee-lightning: {INTERVAL_VARIABLE} must be a number of seconds >= 0, got '-1'"
+
+
 def test_evaluation_prints_lines_with_its_score_when_piped(monkeypatch, capsys):
     from yahtzee_lightning.evaluation.protocol import play_games
     from yahtzee_lightning.game import Rules

@@ -92,9 +92,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"yahtzee-lightning: unknown verb {verb!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     from .machine import apply_thread_rule
+    from .progress import line_interval
 
     try:  # before torch is imported: one rule for every verb's threads (README, "Threads")
         apply_thread_rule()
+        line_interval()  # $YAHTZEE_LIGHTNING_PROGRESS_SECONDS, before any long work starts
     except ValueError as e:
         print(f"yahtzee-lightning: {e}", file=sys.stderr)
         return 2

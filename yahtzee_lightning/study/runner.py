@@ -144,7 +144,7 @@ class Progress:
 
     def __init__(self, total: int, labels: dict[str, str], clock: Callable[[], float] = time.monotonic) -> None:
         self.total, self.labels, self.ended = total, labels, 0
-        self.clock, self.interval = clock, line_interval()
+        self.clock, self.interval = clock, None  # read when a trial reports (not at import: see _PROGRESS)
         self.last = clock()
 
     def say(self, trial: Any, what: str, ended: bool = False) -> None:
@@ -159,6 +159,8 @@ class Progress:
     def result(self, trial: Any, result: dict[str, Any]) -> None:
         """A trial's evaluation: a line when the interval has passed since the last line of this kind."""
         now = self.clock()
+        if self.interval is None:
+            self.interval = line_interval()
         if now - self.last < self.interval or result.get("games") is None:
             return
         self.last = now
