@@ -15,7 +15,9 @@ checkpoint) after ``--warmup`` updates, and reports:
     python benchmarks/bench_loop.py --baseline /path/to/old/checkout --config conf/a2c_long.yaml \
         [--updates 30] [--rounds 3] [--threads 1] [--json out.json]
 
-Without ``--baseline`` it measures this checkout alone. ``--set KEY=VALUE`` overrides a model
+``--side-by-side`` runs the two trees at the same time instead (one thread each on a 2-core box):
+on a busy machine both then see the same load. Without ``--baseline`` it measures this checkout
+alone. ``--set KEY=VALUE`` overrides a model
 setting in both trees (e.g. ``--set games_per_batch=1024``).
 """
 
@@ -117,15 +119,29 @@ def _child(args: argparse.Namespace) -> dict:
     }
 
 
-def _run(tree: Path, args: argparse.Namespace) -> dict:
+def _start(tree: Path, args: argparse.Namespace) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(args.threads)}
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--config", str(Path(args.config).resolve())]
     cmd += ["--updates", str(args.updates), "--warmup", str(args.warmup), "--threads", str(args.threads)]
-    cmd += ["--repeats", str(args.repeats), "--tmp", args.tmp, *[f"--set={s}" for s in args.set]]
-    out = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise SystemExit(f"bench_loop: the run in {tree} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    cmd += ["--repeats", str(args.repeats), "--tmp", f"{args.tmp}/{tree.name}", *[f"--set={s}" for s in args.set]]
+    return subprocess.Popen(cmd, env=env, cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _result(tree: Path, proc: subprocess.Popen) -> dict:
+    out, err = proc.communicate()
+    if proc.returncode != 0:
+        raise SystemExit(f"bench_loop: the run in {tree} failed:\n{err[-3000:]}")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _round(trees: dict[str, Path], args: argparse.Namespace, r: int) -> dict[str, dict]:
+    """One round: the trees one after the other (in alternating order), or side by side
+    (``--side-by-side``: on a busy box both then see the same load at the same time)."""
+    order = list(reversed(trees.items())) if r % 2 else list(trees.items())
+    if args.side_by_side:
+        procs = {name: _start(tree, args) for name, tree in order}
+        return {name: _result(trees[name], proc) for name, proc in procs.items()}
+    return {name: _result(tree, _start(tree, args)) for name, tree in order}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="collections and forwards timed for the position costs")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--set", action="append", default=[], help="KEY=VALUE: a model setting, both trees")
+    parser.add_argument("--side-by-side", action="store_true", help="run the trees at once, each on its own core")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tmp", default="/tmp/bench_loop", help=argparse.SUPPRESS)
@@ -148,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     trees = {"new": ROOT} | ({"old": args.baseline.resolve()} if args.baseline else {})
     rounds: list[dict[str, dict]] = []
     for r in range(args.rounds):
-        row = {name: _run(tree, args) for name, tree in (reversed(trees.items()) if r % 2 else trees.items())}
+        row = _round(trees, args, r)
         rounds.append(row)
         print(f"round {r + 1}: " + "; ".join(f"{k} {v['games_per_s']:.0f} games/s" for k, v in row.items()), flush=True)
     keys = list(rounds[0]["new"])
