@@ -175,6 +175,9 @@ def test_the_turn_value_verb_writes_the_value_into_the_folder(agent_folder, tmp_
     with pytest.raises(SystemExit):
         cli_main(["turn-value", "--config", str(config)])
     assert "unknown settings ['gamez']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli_main(["turn-value", "--agent", str(agent_folder), "--games", "0"])
+    assert "games must be >= 1, got 0" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("path", sorted(Path(__file__).parents[2].glob("conf/turn_value/*.yaml")), ids=lambda p: p.name)

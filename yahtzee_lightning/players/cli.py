@@ -17,9 +17,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..cli import check_seed, plain
+from ..cli import MAX_GAMES, WHY_GAMES, VerbParser, check_count, check_seed, plain
 
-SETTINGS_FLAGS = ("games", "seed", "hidden", "layers", "epochs", "lr", "batch_size", "td_rounds", "td_epochs")
+#: The learning settings (``ValueSettings``' fields), each a flag and a YAML key, with what it sets.
+SETTINGS_HELP = {
+    "games": "self-play games of the agent (default 50000)",
+    "seed": "seed of the self-play games and of the fit (default 0)",
+    "hidden": "width of the value's MLP (default 256)",
+    "layers": "hidden layers of the value's MLP (default 2)",
+    "epochs": "epochs of the regression on the points that followed each turn start (default 10)",
+    "lr": "Adam's learning rate, decayed to 0 by a cosine in each fit (default 0.001)",
+    "batch_size": "states a step (default 2048)",
+    "td_rounds": "then rounds of one-turn TD: the value fitted to its own backups (default 10)",
+    "td_epochs": "epochs of each TD round (default 6)",
+}
+SETTINGS_FLAGS = tuple(SETTINGS_HELP)
 
 
 def read_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
@@ -90,7 +102,7 @@ def compare(player, make_lookahead, games: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = VerbParser(
         prog="yahtzee-lightning turn-value",
         description=plain(__doc__),
         epilog="example: yahtzee-lightning turn-value --config conf/turn_value/a2c_best_stage2.yaml",
@@ -101,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default=None, help="a YAML of these settings (flags override it)")
     for name in SETTINGS_FLAGS:
         kind = float if name == "lr" else int
-        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None)
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None, help=SETTINGS_HELP[name])
     parser.add_argument("--diagnostic-games", type=int, default=None, help="games for the diagnostic (default 2000)")
     parser.add_argument("--no-diagnostic", action="store_true", help="never read the exact table")
     parser.add_argument("--evaluate", type=int, default=None, help="then evaluate lookahead and the network alone")
@@ -118,8 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(agent_dir).is_dir():
         parser.error(f"--agent {agent_dir}: not a local agent folder (the value is written into it)")
     diagnostic_games, evaluate_games = values.pop("diagnostic_games", 2000), values.pop("evaluate", 0)
-    if diagnostic_games < 1 or evaluate_games < 0:
-        parser.error("diagnostic_games must be >= 1 and evaluate >= 0")
+    check_count(parser, "diagnostic_games", diagnostic_games, 1, MAX_GAMES, WHY_GAMES)
+    check_count(parser, "evaluate", evaluate_games, 0, MAX_GAMES, WHY_GAMES)
+    check_count(parser, "games", values.get("games", 1), 1, MAX_GAMES, WHY_GAMES)
     check_seed(values.get("seed", 0), parser)
 
     from ..evaluation.cli import device_from_args

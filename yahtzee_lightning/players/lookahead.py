@@ -119,22 +119,23 @@ def successor_states(states: torch.Tensor, rules: Rules) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class ValueSettings:
-    """How a turn-start value is learned (``conf/turn_value/*.yaml``; docs/lookahead.md).
+    """How a turn-start value is learned (``conf/turn_value/*.yaml``; docs/lookahead.md); the
+    defaults are the shipped agent's recipe.
 
     ``games`` self-play games of the agent; a regression of the points that followed each
     turn-start state (``epochs``); then ``td_rounds`` rounds of ``td_epochs``, each fitting the value
     to its own one-turn backups (:func:`td_targets`) at the same states.
     """
 
-    games: int = 100_000
+    games: int = 50_000
     seed: int = 0
-    hidden: int = 128
+    hidden: int = 256
     layers: int = 2
-    epochs: int = 20
+    epochs: int = 10
     lr: float = 1e-3
-    batch_size: int = 4096
-    td_rounds: int = 0
-    td_epochs: int = 10
+    batch_size: int = 2048
+    td_rounds: int = 10
+    td_epochs: int = 6
 
     def __post_init__(self) -> None:
         for name in ("games", "hidden", "layers", "epochs", "batch_size", "td_epochs"):
@@ -164,9 +165,10 @@ def learn_turn_value(
     losses = fit_value(net, states, returns, settings.epochs, **fit)
     log(f"returns regression: mse {losses[-1]:.1f} points^2 after {settings.epochs} epochs")
     td_losses = []
-    # The search reads the value one box ahead of where the agent went: those states too, each once
-    # (a backup is exact, so a state seen many times needs no more weight to average out noise).
-    td_states = torch.unique(torch.cat([states, successor_states(states, rules)]), dim=0)
+    # The search reads the value one box ahead of where the agent went: those states too, each once,
+    # beside the agent's own states as often as it met them (each of its turns weighs the same; with
+    # every state once, the few early ones drown among the many late ones and the value drifts).
+    td_states = torch.cat([states, successor_states(states, rules)])
     for r in range(settings.td_rounds):
         targets = td_targets(value_table(net, rules, device), td_states, rules)
         td_losses.append(
