@@ -120,3 +120,44 @@ def test_solving_prints_lines_in_states_when_piped(monkeypatch, capsys):
     err = capsys.readouterr().err.splitlines()
     assert err and all(line.startswith("solving ") and " states" in line for line in err)
     assert re.search(r": ([\d,]+)/\1 states, \d+s$", err[-1])  # the last line: all of them, and the time
+
+
+def test_a_loop_of_unknown_length_counts_without_a_share_or_time_left():
+    out, clock = io.StringIO(), Clock()
+    lines = ProgressLines(0, "fit", "step", interval=1, file=out, clock=clock)
+    clock.now += 2
+    lines.update(4)
+    lines.close()
+    assert out.getvalue().splitlines() == ["fit: 4 steps, 2 steps/s", "fit: 4 steps, 2s"]
+
+
+def test_fit_lines_for_any_lightning_module_count_steps(monkeypatch, capsys):
+    """A module without the project's budget (a user's, TabularSARSA) and a loader without a length."""
+    import lightning as L
+    import torch
+
+    from yahtzee_lightning.algorithms.progress_lines import FitProgressLines
+
+    class NoLength(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            yield from (torch.zeros(1) for _ in range(5))
+
+    class Tiny(L.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+
+        def training_step(self, batch, batch_idx):
+            return (self.w - 1).pow(2).sum()
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+        def train_dataloader(self):
+            return torch.utils.data.DataLoader(NoLength(), batch_size=None)
+
+    trainer = L.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False)
+    trainer.callbacks.append(FitProgressLines(interval=0))
+    trainer.fit(Tiny())
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("fit: ")]
+    assert lines[0].startswith("fit: 1 steps, ") and lines[-1].startswith("fit: 5 steps, "), lines

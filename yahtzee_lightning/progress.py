@@ -78,7 +78,7 @@ class ProgressLines:
     def update(self, n: int = 1) -> None:
         self.n += n
         now = self.clock()
-        if now - self.last >= self.interval and self.n < self.total:
+        if now - self.last >= self.interval and (self.n < self.total or self.total <= 0):
             self.last = now
             self._print(self.line(now))
 
@@ -89,17 +89,24 @@ class ProgressLines:
     def line(self, now: float) -> str:
         elapsed = now - self.start
         rate = (self.n - self.initial) / elapsed if elapsed > 0 else 0.0
-        parts = [f"{self.desc}: {self.n:,}/{self.total:,} {self.unit}s ({100 * self.n // max(1, self.total)}%)"]
+        known = self.total > 0  # a total of 0: not known (a loop without a length), no share or time left
+        count = (
+            f"{self.n:,}/{self.total:,} {self.unit}s ({100 * self.n // self.total}%)"
+            if known
+            else f"{self.n:,} {self.unit}s"
+        )
+        parts = [f"{self.desc}: {count}"]
         if self.postfix:
             parts.append(self.postfix)
         parts.append(f"{rate:,.0f} {self.unit}s/s" if rate >= 10 else f"{rate:.2g} {self.unit}s/s")
-        if rate > 0:
+        if rate > 0 and known:
             parts.append(f"{duration((self.total - self.n) / rate)} left")
         return ", ".join(parts)
 
     def close(self) -> None:
         if self.printed:
-            done = f"{self.desc}: {self.n:,}/{self.total:,} {self.unit}s, {duration(self.clock() - self.start)}"
+            count = f"{self.n:,}/{self.total:,}" if self.total > 0 else f"{self.n:,}"
+            done = f"{self.desc}: {count} {self.unit}s, {duration(self.clock() - self.start)}"
             self._print(", ".join([done, *([self.postfix] if self.postfix else [])]))
         self.printed = 0
 

@@ -14,6 +14,7 @@ steps for any other LightningModule.
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 from typing import Any
 
@@ -63,7 +64,8 @@ class FitProgressLines(L.Callback):
             done = int(getattr(pl_module, "updates_done", 0)) * self.per_step  # read once: a resumed run
             unit = "game"
         else:
-            total, done, unit = int(trainer.estimated_stepping_batches), trainer.global_step, "step"
+            steps = trainer.estimated_stepping_batches  # inf for a loader without a length: no total then
+            total, done, unit = (int(steps) if math.isfinite(steps) else 0), trainer.global_step, "step"
         self.lines = ProgressLines(total, "fit", unit, interval=self.interval, initial=done)
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args: Any) -> None:
