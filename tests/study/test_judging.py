@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from yahtzee_lightning.study import hypotheses
-from yahtzee_lightning.study.claims import factorial_claims
+from yahtzee_lightning.study.factorial import factorial_claims
 from yahtzee_lightning.study.results import DEAD_KEEP, collapse
 from yahtzee_lightning.study.spec import Ablation, Hypothesis
 from yahtzee_lightning.study.stats import (
@@ -131,8 +131,8 @@ def test_a_two_axis_ablation_is_analysed_as_a_factorial():
 def test_a_session_records_its_commit_and_the_report_names_runs_from_before_a_change(tmp_path):
     import time
 
+    from yahtzee_lightning.study.provenance import RESULT_CHANGES, provenance_lines
     from yahtzee_lightning.study.records import SESSIONS, git, log_session, read_lines
-    from yahtzee_lightning.study.report import RESULT_CHANGES, provenance_lines
 
     log_session(tmp_path, "study run x", time.time(), 2, None, end=True)
     (line,) = read_lines(tmp_path / SESSIONS)
@@ -156,7 +156,7 @@ def test_a_spread_needs_three_seeds_a_side():
 def test_the_reports_first_lines_say_where_the_network_and_budget_are_smaller_than_the_papers():
     from pathlib import Path
 
-    from yahtzee_lightning.study.report import setting_lines
+    from yahtzee_lightning.study.provenance import setting_lines
     from yahtzee_lightning.study.spec import Cell
 
     conf = Path(__file__).resolve().parents[2] / "conf"

@@ -39,7 +39,8 @@ def test_the_paper_study_expands_for_each_profile(profile):
     study = load_study(ROOT / "conf" / "study" / "paper.yaml", profile)
     ablations = {"algorithm", "representation", "architecture", "layer_norm", "entropy", "gae_lambda", "single_turn"}
     assert ablations <= set(study.ablations)
-    assert set(study.exhibits) == set(EXHIBIT_IDS) - {"B1", "B2"}  # every exhibit but population-based training's
+    # Every exhibit but population-based training's, and A1-A3, which every report draws unasked.
+    assert set(study.exhibits) == set(EXHIBIT_IDS) - {"B1", "B2", "A1", "A2", "A3"}
     algorithms = {study.cells[c].algorithm for c, _ in study.ablations["algorithm"].cells}
     assert algorithms == {"Reinforce", "A2C", "PPO"}
     # The study's A2C (TD(0)) and the GAE(0.95) recipe beside it, each named for what it is.

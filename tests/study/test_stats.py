@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from yahtzee_lightning.study.claims import RESOLVED_NOT, ordering_claims
+from yahtzee_lightning.study.claims import ordering_claims
 from yahtzee_lightning.study.context import Series, bounds, stat
+from yahtzee_lightning.study.factorial import RESOLVED_NOT
 from yahtzee_lightning.study.stats import against, interval, method_text, t_quantile, welch
 
 

@@ -157,7 +157,15 @@ def draw_bars(metrics: tuple[tuple[str, str], ...]) -> Callable[[Context, list[s
             for row, srs in zip(y, series, strict=True):  # every member; a collapsed one as a red cross
                 f = srs.finals.dropna(subset=[metric]) if metric in srs.finals else srs.finals.iloc[:0]
                 dead = collapsed(f)
-                ax.plot(scale * f.loc[~dead, metric], np.full((~dead).sum(), row), "o", color="black", ms=2.5)
+                ax.plot(
+                    scale * f.loc[~dead, metric],
+                    np.full((~dead).sum(), row),
+                    "o",
+                    mfc="white",
+                    mec="black",
+                    ms=3.5,
+                    mew=0.8,
+                )
                 if dead.any():
                     label = None if named else "collapsed member"
                     ax.plot(scale * f.loc[dead, metric], np.full(dead.sum(), row), "x", color="red", ms=6, label=label)
@@ -347,89 +355,3 @@ def draw_regret(ctx: Context, ablations: list[str], path: Path) -> int:
         ax.legend(fontsize=7)
     save_figure(fig, path)
     return points
-
-
-def draw_profiles(ctx: Context, ablations: list[str], path: Path) -> int:
-    """Performance profiles (rliable's run-score distributions): for each cell, the share of its seeds
-    whose final mean score is above each threshold, with a stratified bootstrap band over the seeds."""
-    from .stats import bootstrap, performance_profile
-
-    series = [s for s in ctx.all_series(ablations) if "mean_score" in s.finals]
-    finals = [s.finals.loc[s.finals["status"] == "done", "mean_score"].dropna() for s in series]
-    values = np.concatenate([f.to_numpy() for f in finals]) if finals else np.array([])
-    if not len(values):
-        fig, ax = new_figure()
-        save_figure(fig, path)
-        return 0
-    ref = ctx.reference
-    refs = [ref["optimal"]["exact_expected_score"], ref["greedy"]["score"]["mean"]] if ref else []
-    lo, hi = min([values.min(), *refs]) - 5, max([values.max(), *refs]) + 5
-    taus = np.linspace(lo, hi, 200)
-    fig, ax = new_figure()
-    points = 0
-    for s, f in zip(series, finals, strict=True):
-        x = f.to_numpy()
-        if not len(x):
-            continue
-        points += len(x)
-        profile = performance_profile(x, taus)
-        (line,) = ax.plot(taus, profile, label=f"{s.label} ({len(x)} seeds)")
-        if len(x) > 1:
-            bands = np.array([bootstrap(lambda v, t=t: float((v > t).mean()), x)[1:] for t in taus[::5]])
-            ax.fill_between(taus[::5], bands[:, 0], bands[:, 1], color=line.get_color(), alpha=0.15)
-    reference_lines(ax, ctx, "mean_score", horizontal=False)
-    ax.set_xlabel("final mean score (tau)")
-    ax.set_ylabel("share of seeds scoring above tau")
-    ax.set_ylim(-0.02, 1.02)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.grid(alpha=0.3)
-    save_figure(fig, path)
-    return points
-
-
-def draw_factorial(metric: str, ylabel: str) -> Callable[[Context, list[str], Path], int]:
-    """A two-axis ablation as a factorial (an interaction plot): the first axis's values along x, a
-    line per value of the second, each point a cell's mean with its interval, members as dots; lines
-    apart: a main effect of the second axis, lines not parallel: an interaction. Any other ablation
-    is drawn as bars (:func:`draw_bars`)."""
-    bars = draw_bars(((metric, ylabel),))
-
-    def draw(ctx: Context, ablations: list[str], path: Path) -> int:
-        if len(ablations) != 1:
-            return bars(ctx, ablations, path)
-        ab = ctx.study.ablations[ablations[0]]
-        axes = [a for a in ab.axes if len({labels[a] for _, labels in ab.cells}) > 1]
-        if len(axes) != 2:
-            return bars(ctx, ablations, path)
-        first, second = axes
-        xs = list(dict.fromkeys(labels[first] for _, labels in ab.cells))
-        by_cell = {s.cell: s for s in ctx.series(ablations[0])}
-        fig, ax = new_figure()
-        points = 0
-        for k, value in enumerate(dict.fromkeys(labels[second] for _, labels in ab.cells)):
-            cells = {labels[first]: cid for cid, labels in ab.cells if labels[second] == value}
-            at = np.arange(len(xs)) + (k - 0.5) * 0.06  # lines side by side: error bars apart
-            stats = [stat(by_cell[cells[x]].finals.get(metric, []), metric) if x in cells else None for x in xs]
-            mean = np.array([st.mean if st else np.nan for st in stats])
-            err = np.array([st.errors() if st else (0.0, 0.0) for st in stats]).T
-            name = f"{second.rsplit('.', 1)[-1]}={value}"
-            bar = ax.errorbar(at, mean, yerr=err, marker="o", capsize=3, label=name)
-            for x, cid in cells.items():
-                f = by_cell[cid].finals.dropna(subset=[metric]) if metric in by_cell[cid].finals else None
-                if f is None or f.empty:
-                    continue
-                dead = collapsed(f)
-                i = xs.index(x)
-                ax.plot(np.full(len(f), at[i] + 0.03), f[metric], ".", color=bar.lines[0].get_color(), alpha=0.5)
-                if dead.any():
-                    ax.plot(np.full(int(dead.sum()), at[i] + 0.03), f.loc[dead, metric], "x", color="red")
-            points += int(np.isfinite(mean).sum())
-        reference_lines(ax, ctx, metric)
-        ax.set_xticks(np.arange(len(xs)), [f"{first.rsplit('.', 1)[-1]}={x}" for x in xs])
-        ax.set_ylabel(ylabel)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        ax.grid(alpha=0.3)
-        save_figure(fig, path)
-        return points
-
-    return draw

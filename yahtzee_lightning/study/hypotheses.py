@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .context import Context, bounds
-from .spec import Hypothesis, cell_label
+from .hypothesis_file import Hypothesis, cell_label
 from .stats import Comparison, against, holm, paired, spread, welch
 
 ALPHA = 0.05

@@ -12,13 +12,12 @@ study's orderings from the results (``claims``).
 
 from __future__ import annotations
 
-import calendar
 import json
-import time
 from pathlib import Path
 
 from ..game import BOX_NAMES
 from ..manifest import MANIFEST, Manifest, file_sha256
+from .aggregates import draw_profiles, table_aggregates, table_improvement
 from .claims import write_claims
 from .context import (
     KEY_BOXES,
@@ -28,26 +27,23 @@ from .context import (
     Context,
     Exhibit,
 )
+from .factorial import draw_factorial
 from .figures import (
     draw_agent_bars,
     draw_bars,
     draw_curves,
-    draw_factorial,
     draw_pareto,
     draw_population,
-    draw_profiles,
     draw_regret,
 )
-from .fit_config import compose
 from .ownership import REPORT, locked
-from .records import SESSIONS, git, read_lines
+from .provenance import provenance_lines, setting_lines
+from .records import SESSIONS, read_lines
 from .spec import EXHIBIT_IDS, Study, StudyError
 from .tables import (
     FRESH,
-    table_aggregates,
     table_distribution,
     table_entropy,
-    table_improvement,
     table_population,
     table_summary,
 )
@@ -274,33 +270,6 @@ def beside_the_mean(study: Study) -> dict[str, list[str]]:
     return {eid: source for eid in ("A1", "A2", "A3") if eid not in study.exhibits and source}
 
 
-def setting_lines(ctx: Context) -> list[str]:
-    """The report's first lines: the networks and budget the full-game cells trained with, so that a
-    reader sees at once where they differ from the paper's (600 x 3 networks, 1,000,000 games a run)."""
-    shapes, budgets = set(), set()
-    for cell in ctx.study.cells.values():
-        base = Path(cell.base)  # a study run elsewhere: its overrides alone (where the profile sets the shape)
-        config = compose(base.read_text() if base.is_file() else "{}", cell.overrides)
-        args = (config.get("model") or {}).get("init_args") or {}
-        if cell.task == "full_game" and "d_h" in args:
-            shapes.add((int(args["d_h"]), int(args.get("n_layers", 0))))
-            budgets.add(cell.total_games)
-    if not shapes:
-        return []
-    same = "the same for every cell" if len(shapes) == 1 else "varied only where an ablation varies them"
-    paper = shapes == {(600, 3)} and budgets == {1_000_000}
-    text = (
-        f"**Networks and budget of the full-game cells: trunk {' / '.join(f'{w} x {d}' for w, d in sorted(shapes))}, "
-        f"{' / '.join(f'{b:,}' for b in sorted(budgets))} games a run"
-        + (
-            ", as in the paper.**"
-            if paper
-            else f" (the paper: 600 x 3, 1,000,000 games): smaller than the paper's, {same}.**"
-        )
-    )
-    return [text, ""]
-
-
 def clear_report(folder: Path, force: bool, names: list[str] | None = None) -> Manifest:
     """Delete an earlier report in ``folder`` (with ``force``): only the files its manifest proves a
     report wrote, unchanged since; every other file stays, named in a line. A file of anyone else's
@@ -333,48 +302,6 @@ def clear_report(folder: Path, force: bool, names: list[str] | None = None) -> M
         report.files = {n: file_sha256(folder / n) for n in ours if (folder / n).is_file()}
     report.remove_owned()
     return report
-
-
-#: Commits that changed what a run learns: runs trained before one of them are named in the report.
-RESULT_CHANGES = {
-    "e80db154166ef680cf9f2273500667acf2242a36": "a member's numbers no longer depend on the pack it trains in",
-}
-
-
-def provenance_lines(runs: list[dict]) -> list[str]:
-    """The commits a study's sessions trained with (and whether their trees were clean), and which
-    sessions trained before a change that alters results (by ancestry where the session recorded its
-    commit, else by its start against the change's commit time)."""
-    commits = {}
-    for r in runs:
-        key = r.get("commit") or "not recorded (a session before sessions recorded their commit)"
-        clean = {True: "clean tree", False: "uncommitted changes", None: "tree state unknown"}[r.get("clean")]
-        commits.setdefault(key, set()).add(clean if r.get("commit") else "")
-    lines = [
-        "Code: the sessions trained with "
-        + "; ".join(
-            f"`{c[:10]}` ({', '.join(sorted(x for x in v if x))})" if len(c) == 40 else c for c, v in commits.items()
-        )
-        + "."
-    ]
-    for change, what in RESULT_CHANGES.items():
-        when = git("show", "-s", "--format=%ct", change)
-        before = []
-        for r in runs:
-            if r.get("commit"):
-                older = git("merge-base", "--is-ancestor", change, r["commit"]) is None
-            elif when is not None:
-                older = calendar.timegm(time.strptime(r["started"], "%Y-%m-%d %H:%M:%S UTC")) < int(when)
-            else:
-                continue
-            if older:
-                before.append(r["started"])
-        if before:
-            lines.append(
-                f"Trained before `{change[:7]}` ({what}): {len(before)} of {len(runs)} sessions "
-                f"({before[0]} to {before[-1]}); their numbers may differ from this code's."
-            )
-    return [*lines, ""]
 
 
 def _status_lines(ctx: Context) -> list[str]:

@@ -18,8 +18,9 @@ from typing import Any
 
 import pandas as pd
 
+from .hypothesis_file import REFERENCE_METRICS
 from .records import LOG, read_final, read_lines, read_record
-from .spec import REFERENCE_METRICS, Study, StudyError
+from .spec import Study, StudyError
 
 PLAN = "study.json"
 TABLE = "results.csv"

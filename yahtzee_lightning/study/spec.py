@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 import yaml
 
 from .fit_config import accepts_ensemble, cell_id, compose, parse_fit_config
+from .hypothesis_file import Hypothesis, parse_hypotheses
 
 #: Every exhibit a study can ask for (report.py draws each): the single-turn task (S), the full
 #: game (F), the tables (T), per-agent profiles of play (P), population-based training (B), the
@@ -38,12 +38,7 @@ EXHIBIT_IDS = (
     "T1",
     "T2",
     *(f"P{i}" for i in range(1, 5)),
-    "B1",
-    "B2",
-    "R1",
-    "A1",
-    "A2",
-    "A3",
+    *("B1", "B2", "R1", "A1", "A2", "A3"),
 )
 SCHEDULERS = ("asha", "pbt")
 SEEDS_AS = ("auto", "runs", "members")
@@ -64,42 +59,6 @@ TOP_KEYS = {
 }
 ABLATION_KEYS = {"base", "set", "seeds", "axes", "scheduler"}
 PROFILE_KEYS = {"base", "set", "seeds", "axes", "gpus_per_trial", "members_per_trial"}
-HYPOTHESIS_KEYS = {"claim", "ablation", "metric", "compare", "direction", "statistic"}
-DIRECTIONS = ("greater", "less", "either", "equal")
-STATISTICS = ("mean", "spread")
-#: What a hypothesis may compare a cell with besides another cell: a reference player, played on each
-#: seed's own final-evaluation games (the difference is paired per seed).
-REFERENCE_PLAYERS = ("greedy", "optimal")
-#: A member's final quantities (the ``final`` rows of ``results.csv``) a hypothesis may name; per-box
-#: columns add ``/BOX``, ``p_ge_N`` a score threshold, ``regret_by_turn/T`` a turn.
-FINAL_METRICS = (
-    "mean_score",
-    "median",
-    "sd",
-    "upper_bonus_rate",
-    "yahtzee_rate",
-    "yahtzee_bonus_rate",
-    "share_at_least_250",
-    "upper_bonus_mean",
-    "regret_per_game",
-    "regret_keep",
-    "regret_box",
-    "single_turn_score",
-    "explained_variance",
-    "entropy_roll",
-    "entropy_score",
-)
-BOX_METRICS = ("box_mean", "first_box", "fill_turn", "regret_by_box")
-#: Those the reference players have on each seed's games (``reference.json``, ``optimal/...`` columns).
-REFERENCE_METRICS = (
-    "mean_score",
-    "median",
-    "upper_bonus_rate",
-    "yahtzee_rate",
-    "share_at_least_250",
-    "box_mean",
-    "first_box",
-)
 SCHEDULER_KEYS = {"name", "metric", "mode", "grace_period", "reduction_factor", "perturbation_interval", "mutations"}
 
 
@@ -133,49 +92,6 @@ class Ablation:
     cells: list[tuple[str, dict[str, str]]]
     seeds: list[int]
     scheduler: dict[str, Any] | None = None
-
-
-@dataclass
-class Hypothesis:
-    """A claim written down before the runs, with its direction: ``compare[0]`` (a cell of
-    ``ablation``, by its label) against ``compare[1]`` (another cell, a reference player on each
-    seed's own games, or a number), on a member's final ``metric``. ``direction``: the sign the claim
-    predicts for the first minus the second (``either``: the sources disagree; ``equal``: the claim
-    is a value, which a difference either way contradicts); ``statistic``:
-    ``mean`` over seeds, or ``spread`` (their SD: which of two cells varies more from seed to seed)."""
-
-    id: str
-    claim: str
-    ablation: str
-    metric: str
-    compare: list[Any]
-    direction: str = "greater"
-    statistic: str = "mean"
-
-    def against(self) -> str:
-        """What the second term is: ``cell``, ``player`` (greedy or optimal) or ``value``."""
-        other = self.compare[1]
-        if isinstance(other, (int, float)) and not isinstance(other, bool):
-            return "value"
-        return "player" if other in REFERENCE_PLAYERS else "cell"
-
-
-def cell_label(labels: dict[str, str]) -> str:
-    """A cell's name in its ablation: ``d_h=64, n_layers=2`` for config keys, the value alone for a
-    config file or a named axis (``low``); ``base`` without axes. Hypotheses name cells by it."""
-    return ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" if "." in k else v for k, v in labels.items()) or "base"
-
-
-def metric_known(metric: str) -> bool:
-    """Whether ``metric`` is a column of a member's final row in ``results.csv``."""
-    base, _, rest = metric.partition("/")
-    if not rest:
-        return base in FINAL_METRICS or re.fullmatch(r"p_ge_\d+", base) is not None
-    if base == "regret_by_turn":
-        return rest.isdigit() and 1 <= int(rest) <= 13
-    from ..game import BOX_NAMES
-
-    return base in BOX_METRICS and rest in BOX_NAMES
 
 
 @dataclass
@@ -349,12 +265,10 @@ def load_study(path: str | Path, profile: str | None = None, gpus_per_trial: flo
         where = gpus_key if gpus_per_trial is None else "--gpus-per-trial"
         reader.fail(where, f"must be a number from 0 to 1 (the share of one GPU a trial asks for), got {gpus!r}")
     study.gpus_per_trial = float(gpus)
-    mpt_key = f"profiles.{profile}.members_per_trial" if "members_per_trial" in prof else "members_per_trial"
     mpt = prof.get("members_per_trial", raw.get("members_per_trial", 0))
     if isinstance(mpt, bool) or not isinstance(mpt, int) or mpt < 0:
-        reader.fail(
-            mpt_key, f"must be an integer >= 1 (the most members one trial trains), or 0: no limit; got {mpt!r}"
-        )
+        where = f"profiles.{profile}.members_per_trial" if "members_per_trial" in prof else "members_per_trial"
+        reader.fail(where, f"must be an integer >= 1 (the most members a trial trains), or 0: no limit; got {mpt!r}")
     study.members_per_trial = mpt
     parsed: dict[str, Any] = {}
     for name, ab_raw in ablations_raw.items():
@@ -392,61 +306,8 @@ def load_study(path: str | Path, profile: str | None = None, gpus_per_trial: flo
             cells.append((cid, labels))
         study.ablations[name] = Ablation(name, list(axes), cells, ab_seeds, scheduler)
     study.exhibits = _exhibits(reader, raw.get("exhibits"), study)
-    study.hypotheses = _hypotheses(reader, raw.get("hypotheses"), study)
+    study.hypotheses = parse_hypotheses(reader.mapping(raw.get("hypotheses"), "hypotheses"), study.ablations, reader)
     return study
-
-
-def _hypotheses(reader: _Reader, raw: Any, study: Study) -> dict[str, Hypothesis]:
-    """The study's claims as hypotheses, each naming cells and a metric the study has (else one line)."""
-    out = {}
-    for hid, h in reader.mapping(raw, "hypotheses").items():
-        key = f"hypotheses.{hid}"
-        h = reader.mapping(h, key, HYPOTHESIS_KEYS)
-        for need in ("claim", "ablation", "metric", "compare"):
-            if need not in h:
-                reader.fail(f"{key}.{need}", "missing; a hypothesis needs claim, ablation, metric and compare")
-        name = h["ablation"]
-        if name not in study.ablations:
-            reader.fail(f"{key}.ablation", f"no ablation {name!r}; this study has {', '.join(study.ablations)}")
-        ab = study.ablations[name]
-        if ab.scheduler:
-            reader.fail(
-                f"{key}.ablation", f"ablation {name!r} has a scheduler: its cells are not compared as fixed settings"
-            )
-        metric = h["metric"]
-        if not isinstance(metric, str) or not metric_known(metric):
-            reader.fail(
-                f"{key}.metric",
-                f"no metric {metric!r} in a member's final results (e.g. {', '.join(FINAL_METRICS[:4])})",
-            )
-        compare = h["compare"]
-        if not isinstance(compare, list) or len(compare) != 2:
-            reader.fail(f"{key}.compare", f"must be [cell, cell | greedy | optimal | number], got {compare!r}")
-        labels = [cell_label(lab) for _, lab in ab.cells]
-        if compare[0] not in labels:
-            reader.fail(
-                f"{key}.compare", f"no cell {compare[0]!r} in ablation {name!r}; its cells: {', '.join(labels)}"
-            )
-        hyp = Hypothesis(hid, str(h["claim"]), name, metric, list(compare), h.get("direction", "greater"))
-        hyp.statistic = h.get("statistic", "mean")
-        if hyp.against() == "cell" and compare[1] not in labels:
-            reader.fail(
-                f"{key}.compare",
-                f"no cell {compare[1]!r} in ablation {name!r} (nor a player: greedy, optimal; nor a number); "
-                f"its cells: {', '.join(labels)}",
-            )
-        if hyp.against() == "player" and metric.partition("/")[0] not in REFERENCE_METRICS:
-            reader.fail(
-                f"{key}.metric", f"the {compare[1]} player has no {metric!r}; it has {', '.join(REFERENCE_METRICS)}"
-            )
-        if hyp.direction not in DIRECTIONS:
-            reader.fail(f"{key}.direction", f"must be one of {', '.join(DIRECTIONS)}, got {hyp.direction!r}")
-        if hyp.statistic not in STATISTICS:
-            reader.fail(f"{key}.statistic", f"must be one of {', '.join(STATISTICS)}, got {hyp.statistic!r}")
-        if hyp.statistic == "spread" and hyp.against() != "cell":
-            reader.fail(f"{key}.statistic", "a spread over seeds is compared between two cells only")
-        out[str(hid)] = hyp
-    return out
 
 
 def _split_config(reader: _Reader, base: Path, sets: dict[str, Any], key: str) -> tuple[Path, dict[str, Any]]:

@@ -8,7 +8,6 @@ import math
 import pickle
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from ..algorithms.resume import last_checkpoint
@@ -18,7 +17,6 @@ from .context import (
     Context,
     Series,
     agents,
-    collapsed,
     label_of_cell,
     markdown_table,
     mean_and_interval,
@@ -27,7 +25,7 @@ from .context import (
 )
 from .records import digested_text, read_record
 from .spec import StudyError
-from .stats import bootstrap, iqm, paired, probability_of_improvement
+from .stats import paired
 
 FRESH = "fresh.json"  # T1's re-evaluations on fresh games, by member (cached in the study folder)
 FRESH_SEED = 15_485_863  # added to a member's seed: games that neither its evaluations nor its final one played
@@ -185,42 +183,4 @@ def table_population(ctx: Context, ablations: list[str], path: Path) -> int:
                     ]
                 )
     path.write_text(markdown_table(["who", "members", "final mean score", "evolved settings (the best's last)"], rows))
-    return len(rows)
-
-
-def _done_finals(s: Series) -> pd.DataFrame:
-    f = s.finals
-    return f[f["status"] == "done"] if "status" in f else f
-
-
-def table_aggregates(ctx: Context, ablations: list[str], path: Path) -> int:
-    """A1: per cell, the final mean score's mean, median and interquartile mean over seeds, each with
-    its stratified bootstrap interval, and how many seeds collapsed."""
-    rows = []
-    for s in ctx.all_series(ablations):
-        x = _done_finals(s)["mean_score"].dropna().to_numpy() if "mean_score" in s.finals else []
-        if not len(x):
-            continue
-        cells = []
-        for func in (np.mean, np.median, iqm):
-            est, low, high = bootstrap(func, x)
-            cells.append(f"{est:.1f}" + (f" [{low:.1f}, {high:.1f}]" if not math.isnan(low) else ""))
-        rows.append([s.label, str(len(x)), *cells, str(int(collapsed(_done_finals(s)).sum()))])
-    header = ["cell", "seeds", "mean", "median", "IQM", "collapsed"]
-    path.write_text(markdown_table(header, rows))
-    return len(rows)
-
-
-def table_improvement(ctx: Context, ablations: list[str], path: Path) -> int:
-    """A2: for every ordered pair of cells, the probability that a seed of the first ends above a seed
-    of the second (final mean score), with its stratified bootstrap interval."""
-    series = [(s.label, _done_finals(s)["mean_score"].dropna().to_numpy()) for s in ctx.all_series(ablations)]
-    series = [(label, x) for label, x in series if len(x)]
-    rows = []
-    for i, (a, x) in enumerate(series):
-        for b, y in series[i + 1 :]:
-            est, low, high = bootstrap(probability_of_improvement, x, y)
-            interval = f" [{low:.2f}, {high:.2f}]" if not math.isnan(low) else ""
-            rows.append([a, b, f"{est:.2f}{interval}", f"{len(x)} vs {len(y)}"])
-    path.write_text(markdown_table(["X", "Y", "P(X > Y) [95 % interval]", "seeds"], rows))
     return len(rows)

@@ -1,0 +1,133 @@
+"""Ablations whose axes are factors: width x depth analysed as a factorial (main effects averaged over
+the other axis, their interaction) and an ordered axis by its linear trend, as contrasts of cell means
+over seeds (``stats.contrast``), for ``claims.md``; and F7 drawn as an interaction plot."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from .context import Context, collapsed, new_figure, reference_lines, save_figure, stat
+from .figures import draw_bars
+from .stats import Comparison, contrast
+
+EXPLORATORY = "exploratory: "
+RESOLVED_NOT = "not resolved at this n"
+#: Axis values read as ordered where they are not numbers (the entropy regimes).
+ORDERED_LABELS = ("low", "baseline", "high")
+FACTORIAL_METRICS = (("mean_score", "final mean score"), ("upper_bonus_rate", "upper-bonus rate, points of %"))
+
+
+def verdict(c: Comparison, text: str) -> str:
+    """An exploratory comparison's verdict: never more than exploratory."""
+    return f"{EXPLORATORY}**{text}**" if c.resolved else f"{EXPLORATORY}{RESOLVED_NOT}"
+
+
+def _ordered(labels: list[str]) -> bool:
+    """Whether an axis's values are ordered as listed (numbers, or low / baseline / high)."""
+    try:
+        [float(v) for v in labels]
+        return True
+    except ValueError:
+        return set(labels) <= set(ORDERED_LABELS)
+
+
+def factorial_claims(ctx: Context, ablation: str) -> list[list[str]]:
+    """An ablation's axes as a factorial: with two axes, each axis's main effect (each value against
+    the first, averaged over the other axis's values) and their interaction (how much the second
+    axis's effect, last value against first, changes between the first axis's values); with one
+    ordered axis of three values or more, its linear trend (the change per step of the axis as listed). Contrasts
+    of cell means over seeds, for the final mean score and the upper-bonus rate."""
+    ab = ctx.study.ablations[ablation]
+    axes = [a for a in ab.axes if len({labels[a] for _, labels in ab.cells}) > 1]
+    values = {a: list(dict.fromkeys(labels[a] for _, labels in ab.cells)) for a in axes}
+    cells = {tuple(labels[a] for a in axes): cid for cid, labels in ab.cells}
+    contrasts: list[tuple[str, dict[tuple, float]]] = []
+    if len(axes) == 2:
+        for i, axis in enumerate(axes):
+            first, other = values[axis][0], values[axes[1 - i]]
+            for v in values[axis][1:]:
+                coefs: dict[tuple, float] = {}
+                for o in other:
+                    coefs[(v, o) if i == 0 else (o, v)] = 1 / len(other)
+                    coefs[(first, o) if i == 0 else (o, first)] = -1 / len(other)
+                contrasts.append((f"main effect of {_short(axis)} {v} vs {first}", coefs))
+        a, b = values[axes[0]], values[axes[1]]
+        for v in a[1:]:
+            coefs = {(v, b[-1]): 1.0, (v, b[0]): -1.0, (a[0], b[-1]): -1.0, (a[0], b[0]): 1.0}
+            name = (
+                f"interaction: effect of {_short(axes[1])} {b[-1]} vs {b[0]} at {_short(axes[0])} {v} minus at {a[0]}"
+            )
+            contrasts.append((name, coefs))
+    elif len(axes) == 1 and len(values[axes[0]]) >= 3 and _ordered(values[axes[0]]):
+        # The least-squares slope on the values' places in the list: the change per step of the axis.
+        k = len(values[axes[0]])
+        ss = sum((i - (k - 1) / 2) ** 2 for i in range(k))
+        coefs = {(label,): (i - (k - 1) / 2) / ss for i, label in enumerate(values[axes[0]])}
+        contrasts.append((f"linear trend over {_short(axes[0])} {', '.join(values[axes[0]])} (per step)", coefs))
+    t = ctx.table
+    done = t[(t["stage"] == "final") & (t["status"] == "done") & t["seed"].isin(ab.seeds)]
+    rows = []
+    for metric, unit in FACTORIAL_METRICS:
+        if metric not in done:
+            continue
+        scale = 100.0 if metric.endswith("_rate") else 1.0
+        data = {k: scale * done.loc[done["cell"] == cid, metric].to_numpy() for k, cid in cells.items()}
+        for name, coefs in contrasts:
+            c = contrast(list(data.values()), [coefs.get(k, 0.0) for k in data])
+            rows.append([ablation, f"{unit}: {name} (factorial)", c.text(), verdict(c, "an effect")])
+    return rows
+
+
+def _short(axis: str) -> str:
+    return axis.rsplit(".", 1)[-1]
+
+
+def draw_factorial(metric: str, ylabel: str) -> Callable[[Context, list[str], Path], int]:
+    """A two-axis ablation as a factorial (an interaction plot): the first axis's values along x, a
+    line per value of the second, each point a cell's mean with its interval, members as dots; lines
+    apart: a main effect of the second axis, lines not parallel: an interaction. Any other ablation
+    is drawn as bars (:func:`draw_bars`)."""
+    bars = draw_bars(((metric, ylabel),))
+
+    def draw(ctx: Context, ablations: list[str], path: Path) -> int:
+        if len(ablations) != 1:
+            return bars(ctx, ablations, path)
+        ab = ctx.study.ablations[ablations[0]]
+        axes = [a for a in ab.axes if len({labels[a] for _, labels in ab.cells}) > 1]
+        if len(axes) != 2:
+            return bars(ctx, ablations, path)
+        first, second = axes
+        xs = list(dict.fromkeys(labels[first] for _, labels in ab.cells))
+        by_cell = {s.cell: s for s in ctx.series(ablations[0])}
+        fig, ax = new_figure()
+        points = 0
+        for k, value in enumerate(dict.fromkeys(labels[second] for _, labels in ab.cells)):
+            cells = {labels[first]: cid for cid, labels in ab.cells if labels[second] == value}
+            at = np.arange(len(xs)) + (k - 0.5) * 0.06  # lines side by side: error bars apart
+            stats = [stat(by_cell[cells[x]].finals.get(metric, []), metric) if x in cells else None for x in xs]
+            mean = np.array([st.mean if st else np.nan for st in stats])
+            err = np.array([st.errors() if st else (0.0, 0.0) for st in stats]).T
+            name = f"{second.rsplit('.', 1)[-1]}={value}"
+            bar = ax.errorbar(at, mean, yerr=err, marker="o", capsize=3, label=name)
+            for x, cid in cells.items():
+                f = by_cell[cid].finals.dropna(subset=[metric]) if metric in by_cell[cid].finals else None
+                if f is None or f.empty:
+                    continue
+                dead = collapsed(f)
+                i = xs.index(x)
+                ax.plot(np.full(len(f), at[i] + 0.03), f[metric], ".", color=bar.lines[0].get_color(), alpha=0.5)
+                if dead.any():
+                    ax.plot(np.full(int(dead.sum()), at[i] + 0.03), f.loc[dead, metric], "x", color="red")
+            points += int(np.isfinite(mean).sum())
+        reference_lines(ax, ctx, metric)
+        ax.set_xticks(np.arange(len(xs)), [f"{first.rsplit('.', 1)[-1]}={x}" for x in xs])
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        ax.grid(alpha=0.3)
+        save_figure(fig, path)
+        return points
+
+    return draw
