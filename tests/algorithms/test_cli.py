@@ -167,8 +167,11 @@ def test_trainer_overrides_budget_epochs_and_a_terminal_only_bar(monkeypatch):
 def test_fit_prints_progress_lines_when_not_on_a_terminal(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("YAHTZEE_LIGHTNING_PROGRESS_SECONDS", "0")  # a line every update
-    assert _fit(tmp_path, "reinforce.yaml", "--trainer.enable_progress_bar=true") == 0
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("fit: ")]
+    final = "--model.init_args.final_eval_games=20"
+    assert _fit(tmp_path, "reinforce.yaml", "--trainer.enable_progress_bar=true", final) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert any(line.startswith("evaluating reinforce: 20/20 games, ") for line in err)  # the final evaluation
+    lines = [line for line in err if line.startswith("fit: ")]
     counts = [int(re.match(r"fit: (\d+)/48 games", line)[1]) for line in lines]
     assert counts == [8, 16, 24, 32, 40, 48], lines  # every update's games; the last line when it ends
     assert re.search(r"games/s, \d+s left$", lines[0]) and "eval score" in lines[-1], lines

@@ -87,6 +87,7 @@ class Evaluation:
                 self.rules,
                 h.n_players,
                 device=self.device,
+                progress=True,  # minutes after the last update: a bar, or a line every interval off a terminal
                 load=load_agent,
             )
             print(format_match(self.final_evaluation))
@@ -94,5 +95,5 @@ class Evaluation:
             from ..evaluation import evaluate
             from ..evaluation.report import format_text
 
-            self.final_evaluation = evaluate(self.player(), games, seed, self.rules, self.device)
+            self.final_evaluation = evaluate(self.player(), games, seed, self.rules, self.device, progress=True)
             print(format_text(self.final_evaluation))
