@@ -87,6 +87,7 @@ class Manifest:
 
     def __init__(self, folder: Path, files: dict[str, str] | None = None, session: dict | None = None) -> None:
         self.folder = Path(folder)
+        self.valid = False  # read from a file that matched its sha256
         self.files: dict[str, str] = dict(files or {})
         self.session = session  # {"since", "beat", "before": [names there when it started]} while one runs
         self._seen: dict[str, tuple[int, int]] = {}  # (size, mtime_ns) hashed this session: not hashed again
@@ -111,7 +112,9 @@ class Manifest:
             log.warning("warning: %s: does not match its sha256 (damaged or edited); nothing in %s counts as ours",
                         path, folder)  # fmt: skip
             return cls(folder)
-        return cls(folder, record["files"], record.get("session"))
+        manifest = cls(folder, record["files"], record.get("session"))
+        manifest.valid = True
+        return manifest
 
     def save(self) -> None:
         """Write the manifest (atomically: a kill leaves the old one or the new one)."""
@@ -136,6 +139,7 @@ class Manifest:
                 self.files[name] = file_sha256(p)
             else:
                 self.files.pop(name, None)
+        self.files = {k: v for k, v in self.files.items() if (self.folder / k).is_file()}  # (removed since)
         self.save()
 
     def sweep(self, since: float, until: float | None = None, skip: Iterable[str] = ()) -> None:
@@ -165,7 +169,8 @@ class Manifest:
         say = say or (lambda line: print(line, file=sys.stderr))
         under = None if under is None else list(under)
         names = [n for n in _files(self.folder, under) if n not in set(spare)]
-        kept = [n for n in names if not self.owns(n)]
+        nested: dict[Path, Manifest] = {}
+        kept = [n for n in names if not (self.owns(n) or self._nested_owns(n, nested))]
         emptied: set[Path] = set()
         for name in names:
             if name not in kept:
@@ -183,6 +188,21 @@ class Manifest:
         self.files = {k: v for k, v in self.files.items() if (self.folder / k).is_file() and k not in kept}
         self.save()
         return kept
+
+    def _nested_owns(self, name: str, nested: dict[Path, Manifest]) -> bool:
+        """Whether a subfolder's own manifest proves ``name`` ours (a run folder's: its checkpoints and
+        records, written by the process that trained there, which a killed study could not sweep); a
+        subfolder's manifest, lock and owner files are ours where that manifest is whole."""
+        path = self.folder / name
+        for parent in path.parents:
+            if parent == self.folder or self.folder not in parent.parents:
+                return False
+            if (parent / MANIFEST).is_file():
+                manifest = nested.setdefault(parent, Manifest.read(parent))
+                inside = path.relative_to(parent).as_posix()
+                if manifest.valid and (inside in META or manifest.owns(inside)):
+                    return True
+        return False
 
     def start_session(self, skip: Iterable[str] = ()) -> None:
         """Open a session: first sweep one that was killed (up to its last heartbeat), then note which

@@ -110,6 +110,25 @@ def test_force_deletes_only_what_the_study_wrote(tmp_path, monkeypatch, capsys, 
     assert json.loads((out / "study.json").read_text())["study"]["name"] == "s"
 
 
+def test_what_a_trial_wrote_after_its_study_was_killed_is_still_proven_by_its_run_folder(tmp_path, capsys):
+    """A study's driver killed outright sweeps nothing more, while its trials may write on: the run
+    folder's own manifests (the trial's records, the checkpoint callback's files) prove those."""
+    study, out = _study(tmp_path), tmp_path / "out"
+    runner.prepare_folder(study, out, force=False)
+    run = out / "runs" / "c0" / "seed0"
+    for name in ("final.json", "history.jsonl", "checkpoints/last.ckpt"):
+        _plant(out)  # the user's files, in every folder
+        (run / name).parent.mkdir(parents=True, exist_ok=True)
+        (run / name).write_text("written by the trial")
+    Manifest.read(run).add(["final.json", "history.jsonl"])  # as run_trial records them
+    Manifest.read(run / "checkpoints").add(["last.ckpt"])  # as RunCheckpoint records its files
+    (run / "checkpoints" / ".yahtzee-lightning.lock").write_text("")
+    runner.prepare_folder(study, out, force=True)
+    assert not [p for p in run.rglob("*") if p.name != "mine.txt" and p.is_file()]
+    for name in MINE:
+        assert (out / name).read_text() == "mine", name
+
+
 def test_force_on_a_study_written_before_manifests_deletes_nothing(tmp_path):
     study, out = _study(tmp_path), tmp_path / "out"
     runner.prepare_folder(study, out, force=False)

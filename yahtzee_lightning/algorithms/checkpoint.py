@@ -8,6 +8,8 @@
   would leave it stale and write ``last-v1.ckpt``, since the saved absolute path no longer matches).
 * A run resumed with a larger budget (``total_games``) than it was saved with trains on to it, also
   when the saved run had finished: its epochs are raised before Lightning decides the run is done.
+* Each checkpoint it writes is named, with its sha256, in its folder's ``manifest.json`` as soon as it
+  is written: a study's ``--force`` deletes it even where the study's own process was killed first.
 * ``runs_apart`` (on by default): ``fit`` puts each run of a config in a folder of its own,
   ``DIRPATH/version_K`` (K: the version its logs start under), and ``--ckpt_path last`` resumes the
   newest run in its folder, instead of a second run writing ``last-v1.ckpt`` beside the first
@@ -25,6 +27,8 @@ from typing import Any
 
 import lightning as L
 from lightning.pytorch.callbacks import ModelCheckpoint
+
+from ..manifest import Manifest
 
 
 class RunCheckpoint(ModelCheckpoint):
@@ -53,6 +57,11 @@ class RunCheckpoint(ModelCheckpoint):
         if trainer.strategy.broadcast(due):  # rank 0 decides, so that every rank saves together
             self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
             self._last_timed_save = time.monotonic()
+
+    def _save_checkpoint(self, trainer: L.Trainer, filepath: str) -> None:
+        super()._save_checkpoint(trainer, filepath)
+        if trainer.is_global_zero and os.path.isfile(filepath):  # written: the folder's manifest names it
+            Manifest.read(os.path.dirname(filepath)).add([os.path.basename(filepath)])
 
     def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict[str, Any]) -> None:
         super().on_load_checkpoint(trainer, pl_module, checkpoint)

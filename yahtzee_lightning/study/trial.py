@@ -28,6 +28,7 @@ from lightning.pytorch.loggers import Logger
 
 from ..algorithms.checkpoint import is_run_checkpoint
 from ..algorithms.resume import checkpoint_digest, load_checked
+from ..manifest import Manifest
 from .cluster import on_gpu, where
 from .fit_config import compose
 from .records import digested_text, final_text, read_final
@@ -67,6 +68,7 @@ class StudyRecorder(L.Callback):
         rows = [row | settings | where() for row in evaluation_rows(trainer, pl_module)]
         with open(self.run_dir / HISTORY, "a") as f:
             f.writelines(digested_text(row) + "\n" for row in rows)
+        Manifest.read(self.run_dir).add([HISTORY])  # its records are the trial's own: --force deletes them
         if in_tune_session():
             from ray import tune
 
@@ -300,6 +302,7 @@ def run_trial(config: dict[str, Any], trials: dict[str, dict[str, Any]] | None =
     config_path = run_dir / "config.yaml"
     config = trial_config(cell, seeds, run_dir, settings, trial.get("members"), gpus=trial.get("gpus", 0))
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    Manifest.read(run_dir).add([config_path.name])
     ckpt = resume_point(run_dir, tune.get_checkpoint(), settings)
     args = ["fit", "--config", str(config_path), *(["--ckpt_path", ckpt] if ckpt else [])]
     with open(run_dir / LOG, "a") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
@@ -311,12 +314,15 @@ def run_trial(config: dict[str, Any], trials: dict[str, dict[str, Any]] | None =
             log.flush()
             message = last_line(run_dir / LOG)  # the CLI's one-line usage error (a setting the module refused)
             write_atomically(run_dir / ERROR, message + "\n")
+            Manifest.read(run_dir).add([ERROR])
             raise RuntimeError(message) from None
         except Exception as e:
             write_atomically(
                 run_dir / ERROR, f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e) else ''}\n"
             )
+            Manifest.read(run_dir).add([ERROR])
             raise
     record = final_record(cli.model, cell.id, seeds[0], settings) | where()  # the node it finished on
     write_atomically(run_dir / FINAL, final_text(record))
+    Manifest.read(run_dir).add([FINAL, LOG])
     tune.report(final_metrics(record))
