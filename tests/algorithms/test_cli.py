@@ -246,7 +246,8 @@ def test_resume_from_last_checkpoint_keeps_schedules_and_counts(tmp_path, monkey
 def test_a_users_algorithm_by_import_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
-    assert _fit(tmp_path, "reinforce.yaml", "--model=user_algo.LoudReinforce") == 0
+    # Metrics every 2 updates: the tiny run's 6 updates never reach the config's log_every of 10.
+    assert _fit(tmp_path, "reinforce.yaml", "--model=user_algo.LoudReinforce", "--model.init_args.log_every=2") == 0
     metrics = next(tmp_path.rglob("metrics.csv")).read_text()
     assert "train/loud_updates" in metrics
 
