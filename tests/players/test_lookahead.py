@@ -48,6 +48,20 @@ def test_with_the_exact_table_it_plays_exactly_as_the_optimal_player(default_tab
         td = env.step(td)["next"]
 
 
+def test_one_game_reads_the_value_at_a_few_hundred_states_only():
+    calls = []
+
+    def value(m, u, f):
+        calls.append(len(m))
+        return (m & 7).double() + u  # any function of the state
+
+    player = LookaheadPlayer(value, Rules())
+    evaluate(player, games=1, seed=0, rules=Rules(), with_optimal=False, regret=False)
+    assert 13 <= sum(calls) == int(player.known.sum()) < 1000  # each state read once
+    m, u, f = player.known.nonzero().unbind(-1)
+    assert torch.equal(player.values[m, u, f], (m & 7).double() + u)
+
+
 def test_the_exact_table_is_its_own_one_turn_backup(default_table):
     """td_targets is the solver's turn: the exact values are a fixed point of it."""
     states = turn_state(YahtzeeEnv(64, seed=3).reset()[K.CARD], default_table.rules)

@@ -74,14 +74,16 @@ def play_main(argv: list[str] | None = None, inp: TextIO | None = None, out: Tex
     return 0
 
 
-def _agent_table(name: str, rules: Rules) -> OptimalTable:
-    """The turn-start values a look-ahead player searches against (its own, never the exact table)."""
+def _agent_table(name: str, rules: Rules, card: str) -> OptimalTable:
+    """The turn-start values a look-ahead player searches against at ``card`` (its own, never the
+    exact table), read for that card's turn."""
     from ..players import LookaheadPlayer
     from ..resolve import resolve_player
 
     player = resolve_player(name, rules=rules)
     if not isinstance(player, LookaheadPlayer):
         raise ValueError(f"--agent {name}: only a look-ahead player (lookahead:AGENT) has values of its own to rank by")
+    player.prepare(parse_card(card, player.rules).view(1, -1))
     return player.oracle.table
 
 
@@ -114,7 +116,7 @@ def advise_main(argv: list[str] | None = None) -> int:
     table = None
     try:
         if args.agent:
-            table = _agent_table(args.agent, rules)
+            table = _agent_table(args.agent, rules, args.card)
             rules = table.rules
         card = parse_card(args.card, rules)
         dice = parse_dice(args.dice)

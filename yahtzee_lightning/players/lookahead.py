@@ -17,12 +17,14 @@ import time
 from dataclasses import asdict, dataclass
 
 import torch
+from tensordict import TensorDictBase
 
 from ..env import YahtzeeEnv
 from ..env import keys as K
 from ..game import Rules, card_total
 from ..game.rules import N_ROLLS
 from ..solver import OptimalTable, TurnOracle, turn_state
+from ..solver.turn import N_MASKS, N_UPPER
 from ..solver.value import TurnValueNet, ValueFn, fit_value, td_targets, value_table
 from .base import Player
 from .reference import OraclePlayer
@@ -34,16 +36,35 @@ class LookaheadPlayer(OraclePlayer):
     """Takes, at every keep and box, the choice of highest expected ``points this turn + value``
     of the next turn-start state, the expectation over the turn's dice exact.
 
-    ``value``: a :class:`TurnValueNet` or any ``(masks, uppers, flags) -> points`` function; it is
-    read once, at every turn-start state (:func:`value_table`), and the search reads that table.
+    ``value``: a :class:`TurnValueNet` or any ``(masks, uppers, flags) -> points`` function. It is
+    read where the search needs it, once per state: at the turn-start states one box after the
+    positions played (:meth:`prepare`), into a table of the exact table's layout that the search
+    reads (finished cards 0). A single game reads a few hundred states, not the million of them.
     """
 
     def __init__(
         self, value: ValueFn, rules: Rules, device: torch.device | str = "cpu", name: str = "lookahead"
     ) -> None:
-        self.values = value_table(value, rules, device)
+        self.value = value
+        self.values = torch.zeros(N_MASKS, N_UPPER, 2, dtype=torch.float64, device=device)
+        self.known = torch.zeros(N_MASKS, N_UPPER, 2, dtype=torch.bool, device=device)
         super().__init__(TurnOracle(rules, OptimalTable(self.values, rules)))
         self.name = name
+
+    @torch.no_grad()
+    def prepare(self, cards: torch.Tensor) -> None:
+        """Read the value at the turn-start states one box after ``cards (N, 13)`` not read yet:
+        all that the search of these cards' turns reads."""
+        m, u, f = successor_states(turn_state(cards, self.rules), self.rules).unbind(-1)
+        new = ~self.known[m, u, f]
+        if bool(new.any()):
+            m, u, f = m[new], u[new], f[new]
+            self.values[m, u, f] = self.value(m, u, f).to(torch.float64)
+            self.known[m, u, f] = True
+
+    def act(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+        self.prepare(obs[K.CARD])
+        return super().act(obs)
 
 
 def lookahead_player(base: Player, name: str, device: torch.device | str = "cpu") -> LookaheadPlayer:
