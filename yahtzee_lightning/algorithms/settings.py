@@ -42,6 +42,12 @@ class Settings:
         need(isinstance(h.final_eval_games, int) and h.final_eval_games >= 0, "final_eval_games", ">= 0 (0: none)")
         need(isinstance(h.diagnose_games, int) and h.diagnose_games >= 0, "diagnose_games", ">= 0 (0: off)")
         need(isinstance(h.seed, int) and 0 <= h.seed < 2**32, "seed", "an integer in 0..2**32-1")
+        # Upper bounds, each with its reason: a count past them fills the memory before it fails.
+        need(h.games_per_batch <= 1 << 20, "games_per_batch", "at most 1,048,576 (a batch's games are held at once)")
+        for name in ("eval_games", "final_eval_games", "diagnose_games"):
+            need(h[name] <= 10_000_000, name, "at most 10,000,000 (every game's record is kept in memory)")
+        need(h.n_players <= 8, "n_players", "at most 8 (a match's length and memory grow with its seats)")
+        need(h.log_every <= 1_000_000, "log_every", "at most 1,000,000 (a run that never logs hides a collapse)")
         need(h.lr > 0, "lr", "> 0")
         need(h.value_lr_scale > 0, "value_lr_scale", "> 0")
         unit = ("r_alpha", "warmup", "hold", "entropy_hold", "entropy_anneal", "gamma_min", "gamma_max", "gae_lambda")
