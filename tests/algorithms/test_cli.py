@@ -120,6 +120,7 @@ def test_a_bad_argument_ends_in_one_line_naming_it(tmp_path, capsys, monkeypatch
         main(["fit", "--config", str(ROOT / "conf" / "ppo.yaml"), *args])
     err = capsys.readouterr().err
     assert line in err and err.count("\n") == 1, err
+    assert err.endswith("(usage: yahtzee-lightning fit --help)\n"), err  # where to read it, not the usage itself
 
 
 def test_a_key_typo_inside_a_yaml_config_names_the_nearest_keys(tmp_path, capsys):
@@ -382,5 +383,5 @@ def test_two_nodes_that_disagree_on_a_setting_both_stop_with_one_line_naming_it(
         ours = [line for line in log.splitlines() if line.startswith("yahtzee-lightning fit: error:")]
         assert ours == [
             "yahtzee-lightning fit: error: the ranks disagree on lr: rank 0 has 0.001, rank 1 has 0.002; "
-            "launch every node with the same config and overrides"
+            "launch every node with the same config and overrides (usage: yahtzee-lightning fit --help)"
         ], log[-3000:]

@@ -223,7 +223,8 @@ class ConfigError(ValueError):
 
 
 def usage_error(subcommand: str | None, message: str) -> None:
-    print(f"yahtzee-lightning {subcommand or 'fit'}: error: {message}", file=sys.stderr)
+    verb = f"yahtzee-lightning {subcommand or 'fit'}"
+    print(f"{verb}: error: {message} (usage: {verb} --help)", file=sys.stderr)  # as every verb words it
     raise SystemExit(2)
 
 
