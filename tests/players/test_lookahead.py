@@ -15,7 +15,7 @@ from yahtzee_lightning.env import keys as K
 from yahtzee_lightning.evaluation import evaluate
 from yahtzee_lightning.game import Rules
 from yahtzee_lightning.hub import YahtzeeAgent
-from yahtzee_lightning.hub.agent import VALUE_NAME, AgentFormatError
+from yahtzee_lightning.hub.agent import VALUE_NAME, AgentFormatError, agent_files, is_agent_folder
 from yahtzee_lightning.nn import PolicyValueNet
 from yahtzee_lightning.players import LookaheadPlayer, OptimalPlayer
 from yahtzee_lightning.players.cli import read_config
@@ -140,6 +140,8 @@ def test_a_learned_value_is_saved_checked_loaded_and_searched(agent_folder, monk
     assert ranked[0]["value"] == pytest.approx(float(keep_values.max()))
     assert advise_main(["--agent", "greedy", "--dice", *dice, "--roll", "1"]) == 2
     assert "only a look-ahead player" in capsys.readouterr().err
+    # push and pull carry it: it is one of the agent's files, and the folder is still an agent's.
+    assert VALUE_NAME in agent_files(agent_folder) and is_agent_folder(agent_folder)
     # Saving the value again replaces its card section instead of adding one.
     agent.save_turn_value(agent_folder)
     assert (agent_folder / "README.md").read_text().count("## Turn-start value") == 1
