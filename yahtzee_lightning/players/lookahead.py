@@ -22,7 +22,7 @@ from tensordict import TensorDictBase
 from ..env import YahtzeeEnv
 from ..env import keys as K
 from ..game import Rules, card_total
-from ..game.rules import N_ROLLS
+from ..game.rules import N_ROLLS, UPPER_BONUS_THRESHOLD, YAHTZEE_BOX
 from ..solver import OptimalTable, TurnOracle, turn_state
 from ..solver.turn import N_MASKS, N_UPPER
 from ..solver.value import TurnValueNet, ValueFn, fit_value, td_targets, value_table
@@ -119,8 +119,6 @@ def successor_states(states: torch.Tensor, rules: Rules) -> torch.Tensor:
     """The distinct turn-start states one box after ``states (N, 3)``: every open box in play
     scored with every count of its face (upper boxes) or with 0 or 50 (the Yahtzee box, which
     sets the bonus flag); finished cards left out. These are the states the search reads."""
-    from ..game.rules import UPPER_BONUS_THRESHOLD, YAHTZEE_BOX
-
     states = torch.unique(states, dim=0)
     m, u, f = states.unbind(-1)
     out = []
