@@ -5,9 +5,8 @@ the other: a small network over the same turn-start state, learned from an agent
 (no table, no oracle label). Written into the table's layout (:func:`value_table`, or state by state
 where a search reads it: ``players/lookahead.py``), it is what the exact within-turn expectimax
 (:mod:`.turn`, :class:`.oracle.TurnOracle`) plays the rest of a turn against. :func:`td_targets` is
-the same expectimax one turn deep: the value's own
-estimate of a state, backed up through one turn of dice (a TD(0) target with the expectation over
-the dice taken exactly rather than sampled).
+the same expectimax one turn deep: the value's own estimate of a state, backed up through one turn
+of dice (a TD(0) target with the expectation over the dice taken exactly rather than sampled).
 """
 
 from __future__ import annotations
