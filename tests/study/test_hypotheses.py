@@ -138,3 +138,14 @@ def test_members_per_trial_caps_a_pack(tmp_path):
     path.write_text(yaml.safe_dump({**study, "members_per_trial": -1}))
     with pytest.raises(StudyError, match="members_per_trial: must be an integer >= 1"):
         load_study(path)
+
+
+def test_a_report_before_any_run_finished_lists_the_hypotheses_it_will_test(tmp_path):
+    from yahtzee_lightning.study.report import write_report
+    from yahtzee_lightning.study.runner import prepare_folder
+
+    study = load_study(FAITHFUL, "smoke")
+    prepare_folder(study, tmp_path, force=False)
+    index = write_report(tmp_path).read_text()
+    assert "No member has finished yet" in index
+    assert "* H1: A2C (TD(0)) performs better than REINFORCE (claim 1) (a2c vs reinforce, mean_score, greater)" in index

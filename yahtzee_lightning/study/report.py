@@ -235,6 +235,13 @@ def _write_report(out: Path, force: bool) -> Path:
     manifest: dict[str, dict] = {}
     if not (ctx.table["status"] == "done").any():  # right after the start, or every run failed
         lines += ["No member has finished yet: no exhibit to draw, no claim to judge.", ""]
+        if study.hypotheses:  # what will be judged, as written down before the runs
+            lines += ["The hypotheses to test (the study file's, Holm's correction across them):", ""]
+            lines += [
+                f"* {h.id}: {h.claim} ({h.compare[0]} vs {h.compare[1]}, {h.metric}, {h.direction})"
+                for h in study.hypotheses.values()
+            ]
+            lines.append("")
         (folder / "exhibits.json").write_text(json.dumps(manifest))
         (index := folder / "index.md").write_text("\n".join(lines))
         report.add(["exhibits.json", "index.md"])
