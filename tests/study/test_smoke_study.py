@@ -137,6 +137,7 @@ def _the_report_says_what_it_shows(out: Path, finals: pd.DataFrame) -> None:
     assert "1.96" not in index and "95 % Student's t interval with n - 1 degrees of freedom" in index
     assert "mean over n = 2 seeds a cell" in index and "(1 df)" in index
     assert "positive where it was still rising" in index  # every learning curve's end says so
+    assert "curves draw 2 in-training evaluations a member" in index  # and which evaluations it draws
     # Legends say what each line trains: the algorithm and its advantage, not a config file's name.
     # (A toy run's heads may well be dead: the legend then counts its collapsed seeds after the name.)
     f1 = [

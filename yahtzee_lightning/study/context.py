@@ -111,6 +111,15 @@ class Context:
             f"{values('evaluations')} evaluations of {values('eval_games')} games",
             f"final evaluation {values('final_eval_games')} games",
         ]
+        if spread == "bands":  # a learning curve: exactly which evaluations it draws
+            evals = t[(t["stage"] == "eval") & t["cell"].isin({c.id for c in cells})].dropna(subset=["games"])
+            if len(evals):
+                n = " / ".join(map(str, sorted(set(evals.groupby(["cell", "seed"]).size()))))
+                parts.append(
+                    f"curves draw {n} in-training evaluations a member, from {evals['games'].min():,.0f} to "
+                    f"{evals['games'].max():,.0f} games, and, where the quantity has one, the final evaluation at "
+                    f"{values('total_games')} games"
+                )
         if self.reference:
             games = self.reference["key"]["games"]
             parts.append(f"optimal and greedy players on the {games:,} games of a member's final evaluation")
@@ -170,8 +179,7 @@ def bounds(metric: str) -> tuple[float, float]:
 
 
 def collapsed(finals: pd.DataFrame) -> pd.Series:
-    """Which of these final rows are collapsed members (``results.collapse``; a table read back from
-    ``results.csv`` holds the flag as text)."""
+    """Which of these final rows are collapsed members (``results.collapse``; read back: text)."""
     if "collapsed" not in finals:
         return pd.Series(False, index=finals.index)
     return finals["collapsed"].astype(str) == "True"
