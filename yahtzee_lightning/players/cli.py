@@ -28,7 +28,7 @@ SETTINGS_HELP = {
     "epochs": "epochs of the regression on the points that followed each turn start (default 10)",
     "lr": "Adam's learning rate, decayed to 0 by a cosine in each fit (default 0.001)",
     "batch_size": "states a step (default 2048)",
-    "td_rounds": "then rounds of one-turn TD: the value fitted to its own backups (default 10)",
+    "td_rounds": "then rounds of one-turn TD: the value fitted to its own backups (default 16)",
     "td_epochs": "epochs of each TD round (default 6)",
 }
 SETTINGS_FLAGS = tuple(SETTINGS_HELP)

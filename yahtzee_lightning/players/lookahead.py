@@ -153,7 +153,7 @@ class ValueSettings:
     epochs: int = 10
     lr: float = 1e-3
     batch_size: int = 2048
-    td_rounds: int = 10
+    td_rounds: int = 16
     td_epochs: int = 6
 
     def __post_init__(self) -> None:
