@@ -7,6 +7,7 @@ import torch
 from yahtzee_lightning.algorithms import PPO
 from yahtzee_lightning.nn import eval_mode
 
+
 def bare_model(device: str = "cpu", **kwargs) -> PPO:
     """A PPO module that updates without a Trainer (its optimizer, scheduler and log stubbed)."""
     model = PPO(**{"d_h": 32, "n_layers": 2, "head_hidden": 16, "games_per_batch": 6, "total_games": 60, **kwargs})
