@@ -209,9 +209,13 @@ def test_force_on_a_folder_that_holds_no_study_deletes_nothing(tmp_path):
     assert (tmp_path / "results.csv").read_text() == "mine"
 
 
-def test_a_report_never_deletes_a_users_file_in_its_folder(tmp_path, capsys):
+def test_a_report_never_deletes_a_users_file_in_its_folder(tmp_path, capsys, monkeypatch):
     from yahtzee_lightning.manifest import Manifest
+    from yahtzee_lightning.study import stats
     from yahtzee_lightning.study.report import write_report
+
+    # What is at stake is the files, not the intervals: a few bootstrap draws (2,000 take minutes here).
+    monkeypatch.setattr(stats.bootstrap, "__kwdefaults__", {**stats.bootstrap.__kwdefaults__, "reps": 20})
 
     # A study folder a report can be drawn from (a committed copy, no exhibits): the user's file is at stake.
     plan = json.loads((ROOT / "docs" / "study" / "cpu" / "study.json").read_text())
