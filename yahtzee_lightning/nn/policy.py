@@ -212,7 +212,8 @@ class PolicyModule(TensorDictModuleBase):
     def forward(self, td: TensorDictBase) -> TensorDictBase:
         # Collect with the deterministic network (no dropout noise in the behaviour policy). The
         # fixed features are computed here, once per step, and written for the update.
-        features = self.net.fixed_features(td)
+        fixed = getattr(self.net, "fixed_features", None)  # a network of our own; another computes its own
+        features = fixed(td) if fixed is not None else None
         with eval_mode(self.net):
             roll_logits, box_logits, value = self.net(td, features)
         if roll_logits.shape[-1] == N_KEEPS and type(self).choose is PolicyModule.choose:
@@ -237,8 +238,10 @@ class PolicyModule(TensorDictModuleBase):
         cheapest path: one noise draw for both heads, no distribution objects."""
         safe = torch.where(torch.isinf(box_logits).all(-1, keepdim=True), 0.0, box_logits)
         keep_lp, box_lp = _normalized(roll_logits), _normalized(safe)
-        both = torch.cat([keep_lp, box_lp], -1)
-        scores = torch.cat([roll_logits, box_logits], -1) if self.deterministic else _race(both, self.generators)
+        if self.deterministic:
+            scores = torch.cat([roll_logits, box_logits], -1)
+        else:
+            scores = _race(torch.cat([keep_lp, box_lp], -1), self.generators)
         keep, box = scores[..., :N_KEEPS].argmax(-1), scores[..., N_KEEPS:].argmax(-1)
         keep_chosen = keep_lp.gather(-1, keep.unsqueeze(-1)).squeeze(-1)
         box_chosen = box_lp.gather(-1, box.unsqueeze(-1)).squeeze(-1)
