@@ -16,6 +16,7 @@ import importlib
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import lightning as L
@@ -47,13 +48,31 @@ def _load(class_path: str) -> type:
     return getattr(importlib.import_module(module), name)
 
 
-def measure(config: str, batches: int, warmup: int, device: str, **overrides) -> dict:
+def measure(
+    config: str,
+    batches: int,
+    warmup: int,
+    device: str,
+    prepare: Callable[[L.LightningModule], None] | None = None,
+    callbacks: Sequence[L.Callback] = (),
+    **overrides,
+) -> dict:
+    """Games/s of ``batches`` timed batches of the config's model (``overrides``: model settings).
+    ``prepare`` changes the built model before training (a benchmark's variant, e.g. a compiled
+    network); ``callbacks`` ride along (a profiler)."""
     conf = yaml.safe_load(Path(config).read_text())
-    init = dict(conf["model"]["init_args"])
-    gpb = init["games_per_batch"]
-    init.update(total_games=gpb * (batches + warmup), evaluations=1, eval_games=1, final_eval_games=0, **overrides)
+    init = {**conf["model"]["init_args"], **overrides}
+    members = init.get("ensemble") or 1  # an ensemble of K members plays K batches a step
+    if not isinstance(members, int):
+        raise ValueError("bench_study counts an ensemble given as a number of members only")
+    gpb = init["games_per_batch"] * members
+    init.update(
+        total_games=init["games_per_batch"] * (batches + warmup), evaluations=1, eval_games=1, final_eval_games=0
+    )
     torch.manual_seed(conf.get("seed_everything", 0))
     model = _load(conf["model"]["class_path"])(**init)
+    if prepare is not None:
+        prepare(model)
     clock = _Clock(warmup)
     with tempfile.TemporaryDirectory() as tmp:
         loggers = [
@@ -66,7 +85,7 @@ def measure(config: str, batches: int, warmup: int, device: str, **overrides) ->
             num_sanity_val_steps=0,
             log_every_n_steps=conf["trainer"].get("log_every_n_steps", 50),
             logger=loggers or False,
-            callbacks=[clock],
+            callbacks=[clock, *callbacks],
             enable_checkpointing=False,
             enable_progress_bar=False,
             enable_model_summary=False,
