@@ -34,21 +34,21 @@ else
 fi
 
 echo "== the CUDA tests" | tee "$OUT/tests.txt"
-timeout 150 python3 -m pytest -q -p no:cacheprovider -rA "${tests[@]}" \
+timeout 100 python3 -m pytest -q -p no:cacheprovider -rA "${tests[@]}" \
   tests/env/test_env.py tests/algorithms/test_overhead.py tests/test_machine.py 2>&1 | tail -40 | tee -a "$OUT/tests.txt"
 
 echo "== the look-ahead player, $DEVICE against cpu, the same $games games" | tee -a "$OUT/tests.txt"
 for dev in cpu "$DEVICE"; do
-  timeout 90 python3 -m yahtzee_lightning.cli evaluate --agent lookahead:checkpoints/a2c-best-stage2-128x2 \
+  timeout 60 python3 -m yahtzee_lightning.cli evaluate --agent lookahead:checkpoints/a2c-best-stage2-128x2 \
     --games "$games" --device "$dev" 2>&1 | grep -E "mean score|regret per game|Error|error" | sed "s/^/$dev: /" | tee -a "$OUT/tests.txt"
 done
 
 echo "== the optimal table" | tee "$OUT/bench.txt"
-timeout 100 python3 benchmarks/bench_solver.py --device "$DEVICE" --variants default --repeat 3 \
+timeout 80 python3 benchmarks/bench_solver.py --device "$DEVICE" --variants default --repeat 3 \
   --json "$OUT/solver.json" 2>&1 | tee -a "$OUT/bench.txt"
 
 echo "== training, profiles, compiled rows" | tee -a "$OUT/bench.txt"
-timeout "${BENCH_SECONDS:-300}" python3 benchmarks/bench_gpu.py --device "$DEVICE" "${bench[@]}" \
+timeout "${BENCH_SECONDS:-270}" python3 benchmarks/bench_gpu.py --device "$DEVICE" "${bench[@]}" \
   --json "$OUT/gpu.json" 2>&1 | grep -v -E "Warning|warn\(|litlogger|TPU available|GPU available|LOCAL_RANK|USDT|max_epochs|^\s*$" \
   | tee -a "$OUT/bench.txt"
 echo "done $(date -u)" | tee -a "$OUT/bench.txt"
