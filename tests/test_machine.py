@@ -92,3 +92,22 @@ def test_a_thread_count_the_machine_lacks_is_refused_naming_the_setting(bad, mon
     assert main(["solve", "--help"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"yahtzee-lightning: OMP_NUM_THREADS={bad!r}: must be a whole number in 1..2 (the usable cores)"]
+
+
+def test_a_checkout_on_the_path_still_names_its_version(monkeypatch):
+    """Run from a checkout (PYTHONPATH, as on a lent GPU machine) the package has no installed
+    metadata; the machine's description names the package's own version all the same."""
+    from importlib import metadata
+
+    from yahtzee_lightning import machine as machine_module
+    from yahtzee_lightning._version import __version__
+
+    real = metadata.version
+
+    def not_installed(name: str) -> str:
+        if name == "yahtzee_lightning":
+            raise metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(machine_module.metadata, "version", not_installed)
+    assert machine()["versions"]["yahtzee_lightning"] == __version__

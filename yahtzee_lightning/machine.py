@@ -41,6 +41,10 @@ def _version(library: str) -> str | None:
     try:
         return metadata.version(library)
     except metadata.PackageNotFoundError:
+        if library == "yahtzee_lightning":  # run from a checkout (PYTHONPATH), not installed
+            from ._version import __version__
+
+            return __version__
         return None
 
 

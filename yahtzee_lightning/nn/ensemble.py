@@ -20,7 +20,10 @@ differently (by one unit in the last place). Over the whole ``K * N`` rows, whic
 values fall in that tail depends on ``K`` and ``k``; a value head's output one ulp apart moves a
 REINFORCE baseline, and a few hundred updates later a sampled action. Applied to each member's
 block alone, member ``k``'s activations are computed exactly as in any other ensemble of the same
-``N``: its games and weights, not its neighbours, decide its numbers.
+``N``: its games and weights, not its neighbours, decide its numbers. A CUDA kernel computes every
+element by the same code whatever its place, so there the activation takes the whole tensor: one
+kernel, not K (on an H100, a pack of 64 members launched seven times the kernels of one member a
+batch, BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -94,7 +97,7 @@ class _Activation(_Batched):
     """An activation applied to each member's block of rows on its own (see the module's docstring)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.members == 1:
+        if self.members == 1 or x.device.type != "cpu":  # a GPU computes every element alike
             return self.layer(x)
         blocks = x.reshape(self.members, -1).unbind(0)
         return torch.cat([self.layer(block) for block in blocks]).reshape(x.shape)
