@@ -37,7 +37,7 @@ echo "== the CUDA tests" | tee "$OUT/tests.txt"
 timeout 100 python3 -m pytest -q -p no:cacheprovider -rA "${tests[@]}" \
   tests/env/test_env.py tests/algorithms/test_overhead.py tests/test_machine.py 2>&1 | tail -40 | tee -a "$OUT/tests.txt"
 
-echo "== the look-ahead player, $DEVICE against cpu, the same $games games" | tee -a "$OUT/tests.txt"
+echo "== the look-ahead player, $DEVICE against cpu, $games games each (each device draws its own dice: compare the regrets)" | tee -a "$OUT/tests.txt"
 for dev in cpu "$DEVICE"; do
   timeout 60 python3 -m yahtzee_lightning.cli evaluate --agent lookahead:checkpoints/a2c-best-stage2-128x2 \
     --games "$games" --device "$dev" 2>&1 | grep -E "mean score|regret per game|Error|error" | sed "s/^/$dev: /" | tee -a "$OUT/tests.txt"
