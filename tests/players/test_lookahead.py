@@ -2,6 +2,7 @@
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,14 @@ from yahtzee_lightning.hub.agent import VALUE_NAME, AgentFormatError, agent_file
 from yahtzee_lightning.nn import PolicyValueNet
 from yahtzee_lightning.players import LookaheadPlayer, OptimalPlayer
 from yahtzee_lightning.players.cli import read_config
-from yahtzee_lightning.players.lookahead import ValueSettings, learn_turn_value, self_play_turns, successor_states
+from yahtzee_lightning.players.lookahead import (
+    ValueSettings,
+    backup_error,
+    learn_turn_value,
+    self_play_turns,
+    successor_states,
+    with_successors,
+)
 from yahtzee_lightning.resolve import resolve_player
 from yahtzee_lightning.solver import turn_state
 from yahtzee_lightning.solver.value import TurnValueNet, td_targets, value_table
@@ -93,6 +101,28 @@ def test_successor_states_are_one_box_on():
     nxt = successor_states(torch.tensor([[mask, 60, 0]]), rules)
     expected = {(mask | 1, min(63, 60 + k), 0) for k in range(6)} | {(mask | 1 << 11, 60, f) for f in (0, 1)}
     assert {tuple(s) for s in nxt.tolist()} == expected
+
+
+def test_the_stopping_rule_keeps_the_round_closest_to_its_own_backups_on_held_out_games():
+    """td_keep 'best' returns the value of lowest held-out error to its own backups, not the last;
+    the error is measured on the turn starts of the held-out games (and one box after them)."""
+    torch.manual_seed(0)
+    player = YahtzeeAgent(PolicyValueNet(**SMALL), training={"name": "tiny"}).player()
+    # A learning rate this large makes the rounds jump about: here the middle round is the best one.
+    settings = ValueSettings(games=40, hidden=8, layers=1, epochs=1, batch_size=256, lr=0.1, td_rounds=2, td_epochs=1)
+    best, kept = learn_turn_value(player, replace(settings, td_holdout=0.25, td_keep="best"), log=lambda _: None)
+    last, info = learn_turn_value(player, replace(settings, td_holdout=0.25), log=lambda _: None)
+    errors = kept["td_residual"]
+    assert len(errors) == 3 and errors == info["td_residual"]  # the same rounds, whatever is kept
+    assert kept["kept_round"] == min(range(3), key=errors.__getitem__) == 1 and "kept_round" not in info
+    assert kept["turn_starts"] == 30 * 13 and kept["held_out_turn_starts"] == 10 * 13
+    held = with_successors(self_play_turns(player, 40, 0, player.rules)[0][30 * 13 :], player.rules)
+    assert backup_error(value_table(best, player.rules), held, player.rules) == pytest.approx(errors[1], rel=1e-6)
+    assert backup_error(value_table(last, player.rules), held, player.rules) == pytest.approx(errors[2], rel=1e-6)
+    with pytest.raises(ValueError, match="td_keep 'best' measures on held-out games"):
+        ValueSettings(games=40, td_keep="best")
+    with pytest.raises(ValueError, match="td_keep must be one of"):
+        ValueSettings(td_keep="first")
 
 
 @pytest.fixture

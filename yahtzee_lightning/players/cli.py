@@ -30,7 +30,12 @@ SETTINGS_HELP = {
     "batch_size": "states a step (default 2048)",
     "td_rounds": "then rounds of one-turn TD: the value fitted to its own backups (default 16)",
     "td_epochs": "epochs of each TD round (default 6)",
+    "td_holdout": "share of the games held out of every fit, where each round's error to its own backups is "
+    "measured (default 0: none)",
+    "td_keep": "'last' round's value, or the 'best': lowest held-out error to its own backups (default last)",
 }
+#: The settings that are not integers.
+SETTINGS_TYPES: dict[str, type] = {"lr": float, "td_holdout": float, "td_keep": str}
 SETTINGS_FLAGS = tuple(SETTINGS_HELP)
 
 
@@ -112,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--config", default=None, help="a YAML of these settings (flags override it)")
     for name in SETTINGS_FLAGS:
-        kind = float if name == "lr" else int
+        kind = SETTINGS_TYPES.get(name, int)
         parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None, help=SETTINGS_HELP[name])
     parser.add_argument("--diagnostic-games", type=int, default=None, help="games for the diagnostic (default 2000)")
     parser.add_argument("--no-diagnostic", action="store_true", help="never read the exact table")

@@ -139,11 +139,19 @@ def successor_states(states: torch.Tensor, rules: Rules) -> torch.Tensor:
 @dataclass(frozen=True)
 class ValueSettings:
     """How a turn-start value is learned (``conf/turn_value/*.yaml``; docs/lookahead.md); the
-    defaults are the shipped agent's recipe.
+    defaults are the shipped agent's recipe before the stopping rule.
 
     ``games`` self-play games of the agent; a regression of the points that followed each
     turn-start state (``epochs``); then ``td_rounds`` rounds of ``td_epochs``, each fitting the value
     to its own one-turn backups (:func:`td_targets`) at the same states.
+
+    Fitted TD with a network is not a contraction: past some round the value can drift. The turn
+    starts of the last ``td_holdout`` share of the games (and the states one box after them) are
+    held out of every fit; after each round the value's error to its own one-turn backups there
+    (mean squared, the fit's weighting) is recorded (``td_residual``: index 0 is the returns
+    regression, r the value after r rounds). ``td_keep``: ``"last"`` returns the last round's
+    value, ``"best"`` the one of lowest held-out error (a measure of the value against itself:
+    no table, no label). ``td_holdout`` 0 holds nothing out and records nothing.
     """
 
     games: int = 50_000
@@ -155,6 +163,8 @@ class ValueSettings:
     batch_size: int = 2048
     td_rounds: int = 16
     td_epochs: int = 6
+    td_holdout: float = 0.0
+    td_keep: str = "last"
 
     def __post_init__(self) -> None:
         for name in ("games", "hidden", "layers", "epochs", "batch_size", "td_epochs"):
@@ -164,6 +174,40 @@ class ValueSettings:
             raise ValueError(f"turn-value setting td_rounds must be >= 0, got {self.td_rounds}")
         if not self.lr > 0:
             raise ValueError(f"turn-value setting lr must be > 0, got {self.lr}")
+        if not 0 <= self.td_holdout < 1:
+            raise ValueError(f"turn-value setting td_holdout must be in [0, 1), got {self.td_holdout}")
+        if self.td_keep not in TD_KEEP:
+            raise ValueError(f"turn-value setting td_keep must be one of {TD_KEEP}, got {self.td_keep!r}")
+        if self.td_keep == "best" and self.held_out_games == 0:
+            raise ValueError(
+                f"turn-value setting td_keep 'best' measures on held-out games: td_holdout {self.td_holdout} "
+                f"of {self.games} games holds none out"
+            )
+
+    @property
+    def held_out_games(self) -> int:
+        """Games whose turn starts no fit sees (the last ones played); never all of them."""
+        return min(round(self.games * self.td_holdout), self.games - 1)
+
+
+#: ``td_keep``: the last round's value, or the one closest to its own backups on held-out games.
+TD_KEEP = ("last", "best")
+
+
+def with_successors(states: torch.Tensor, rules: Rules) -> torch.Tensor:
+    """``states (N, 3)`` as met, then each state one box after them once: the states a TD fit
+    weighs (each of the agent's turns the same; the states the search reads, each once)."""
+    return torch.cat([states, successor_states(states, rules)])
+
+
+def backup_error(table: torch.Tensor, states: torch.Tensor, rules: Rules) -> float:
+    """Mean squared difference, in points squared, between ``table`` at ``states (N, 3)`` and its own
+    one-turn backups there (:func:`td_targets`): 0 for the exact table; how far a value is from
+    being consistent with itself."""
+    if len(states) == 0:
+        return float("nan")
+    m, u, f = states.unbind(-1)
+    return float((table[m, u, f] - td_targets(table, states, rules)).square().mean())
 
 
 def learn_turn_value(
@@ -171,38 +215,75 @@ def learn_turn_value(
 ) -> tuple[TurnValueNet, dict]:
     """A turn-start value for ``player``, from its own games only (no table, no oracle label).
 
-    Returns the value and a JSON record of how it was learned (the settings, games, losses, seconds).
+    Returns the value and a JSON record of how it was learned (the settings, games, losses, the
+    held-out error to its own backups after each round and the round kept, seconds).
     """
     start = time.perf_counter()
     rules = player.rules
     states, returns = self_play_turns(player, settings.games, settings.seed, rules, device)
     mean = float(returns[:: rules.n_turns].mean())
     log(f"self-play: {settings.games:,} games, {len(states):,} turn starts, mean score {mean:.2f}")
+    # The games are independent and ordered game by game: the last ones are held out of every fit.
+    split = (settings.games - settings.held_out_games) * rules.n_turns
+    held = states[split:]
+    states, returns = states[:split], returns[:split]
     torch.manual_seed(settings.seed)
     net = TurnValueNet(rules.to_dict(), settings.hidden, settings.layers).to(device)
     fit = dict(lr=settings.lr, batch_size=settings.batch_size, seed=settings.seed)
     losses = fit_value(net, states, returns, settings.epochs, **fit)
     log(f"returns regression: mse {losses[-1]:.1f} points^2 after {settings.epochs} epochs")
-    td_losses = []
+    td_losses: list[float] = []
+    residuals: list[float] = []
     # The search reads the value one box ahead of where the agent went: those states too, each once,
     # beside the agent's own states as often as it met them (each of its turns weighs the same; with
     # every state once, the few early ones drown among the many late ones and the value drifts).
-    td_states = torch.cat([states, successor_states(states, rules)])
-    for r in range(settings.td_rounds):
-        targets = td_targets(value_table(net, rules, device), td_states, rules)
+    td_states = with_successors(states, rules)
+    held_states = with_successors(held, rules) if len(held) else held
+    kept, best = settings.td_rounds, None
+    for r in range(settings.td_rounds + 1):
+        table = value_table(net, rules, device)
+        if r == settings.td_rounds:  # the last value: only its held-out error is left to measure
+            if len(held_states):
+                residuals.append(backup_error(table, held_states, rules))
+        else:
+            targets = td_targets(table, torch.cat([td_states, held_states]), rules)
+            if len(held_states):
+                m, u, f = held_states.unbind(-1)
+                residuals.append(float((table[m, u, f] - targets[len(td_states) :]).square().mean()))
+        if residuals:
+            log(f"after {r} TD rounds: mse to its own backups on held-out games {residuals[-1]:.3f} points^2")
+            if settings.td_keep == "best" and (best is None or residuals[-1] < residuals[kept]):
+                kept, best = r, {k: v.detach().clone() for k, v in net.state_dict().items()}
+        if r == settings.td_rounds:
+            break
         td_losses.append(
-            fit_value(net, td_states, targets, settings.td_epochs, **{**fit, "seed": settings.seed + r + 1})[-1]
+            fit_value(
+                net, td_states, targets[: len(td_states)], settings.td_epochs, **{**fit, "seed": settings.seed + r + 1}
+            )[-1]
         )
         log(f"TD round {r + 1}: mse to its own backups {td_losses[-1]:.3f} points^2")
+    if best is not None:
+        net.load_state_dict(best)
+        log(f"kept the value after {kept} TD rounds (lowest held-out error to its own backups)")
+    method = "regression on self-play returns"
+    if settings.td_rounds:
+        method += f", then {settings.td_rounds} rounds of one-turn TD"
+        if settings.td_keep == "best":
+            method += f", keeping the value after round {kept} (lowest error to its own backups on held-out games)"
     record = {
-        "method": "regression on self-play returns"
-        + (f", then {settings.td_rounds} rounds of one-turn TD" if settings.td_rounds else ""),
+        "method": method,
         "settings": asdict(settings),
         "turn_starts": len(states),
         "td_states": len(td_states),
         "self_play_mean_score": mean,
         "returns_mse": losses[-1],
         "td_mse": td_losses,
+        **(
+            {"held_out_turn_starts": len(held), "held_out_states": len(held_states), "td_residual": residuals}
+            if residuals
+            else {}
+        ),
+        **({"kept_round": kept} if settings.td_keep == "best" else {}),
         "seconds": round(time.perf_counter() - start, 1),
     }
     return net.cpu().eval(), record
