@@ -194,6 +194,35 @@ def test_chunk_size_does_not_change_the_table(chunk):
     assert torch.allclose(a.values, b.values, atol=1e-9, rtol=0)
 
 
+@pytest.mark.parametrize(
+    "rules",
+    [
+        Rules(boxes=(0, 1, 6, 11, 12)),
+        Rules(boxes=(2, 5, 7, 8, 11), joker="forced"),
+        Rules(joker="off", boxes=(0, 3, 9, 12)),
+    ],
+    ids=["free", "forced", "off"],
+)
+def test_the_flat_layout_a_gpu_uses_gives_the_same_table_to_the_bit(rules, monkeypatch):
+    """A GPU solves each layer one state a row, with the open boxes known on the host; the CPU
+    groups states by mask and asks the device. Same formulas: the same bits. The host's list of
+    open boxes must be the one the device would find (a wrong one would drop or add a box)."""
+    from yahtzee_lightning.solver import turn
+
+    seen = []
+    real = turn.box_values
+
+    def spy(masks, *args, open_boxes=None, **kwargs):
+        found = tuple(b for b in rules.boxes if bool(((masks >> b) & 1 == 0).any()))
+        seen.append(open_boxes == found)
+        return real(masks, *args, open_boxes=open_boxes, **kwargs)
+
+    monkeypatch.setattr(turn, "box_values", spy)
+    grouped, flat = solve(rules, progress=False), solve(rules, progress=False, flat=True, chunk_states=50)
+    assert torch.equal(grouped.values, flat.values)
+    assert seen and all(seen)
+
+
 _SOLVE_ONCE = """
 import sys, time
 import yahtzee_lightning.solver.cache as cache

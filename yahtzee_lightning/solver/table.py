@@ -156,44 +156,82 @@ def layer_blocks(rules: Rules, filled: int, device: torch.device) -> list[Block]
     return out
 
 
+def flattened(blocks: list[Block]) -> list[Block]:
+    """A layer's blocks as at most two, one state a row (``R = 1``): the states whose future depends
+    on the upper sum, then those it does not. Each call of :func:`turn_start_values` launches some
+    500 kernels whatever its size, so on a GPU a layer in few large calls beats many small ones (a
+    state's value is computed by the same formulas either way)."""
+    out = []
+    for irrelevant in (False, True):
+        parts = [
+            (m.repeat_interleave(u.shape[1]), u.reshape(-1, 1), f.reshape(-1, 1))
+            for m, u, f, irr in blocks
+            if irr == irrelevant
+        ]
+        if parts:
+            masks, uppers, flags = (torch.cat(p) for p in zip(*parts, strict=True))
+            out.append((masks, uppers, flags, irrelevant))
+    return out
+
+
+def _open_boxes(masks: torch.Tensor, rules: Rules) -> tuple[int, ...]:
+    """The boxes open in at least one of ``masks`` (a CPU tensor): known before the work goes to a
+    GPU, so that no step waits for the device to say which boxes it must try."""
+    return tuple(b for b in rules.boxes if bool((((masks >> b) & 1) == 0).any()))
+
+
 def solve(
     rules: Rules | None = None,
     device: torch.device | str = "cpu",
     progress: bool | Callable[[int], None] = True,
     chunk_states: int | None = None,
+    flat: bool | None = None,
 ) -> OptimalTable:
     """Build the whole table (float64) for ``rules`` on ``device``.
 
     ``chunk_states``: states solved per batch; by default small enough for the CPU's caches
-    (8192) or large enough to fill a GPU (262144).
+    (8192) or large enough to fill a GPU (262144). ``flat``: solve each layer as one state a row
+    (:func:`flattened`: few large calls, what a GPU wants; by default on any device but the CPU,
+    where the grouped form shares each mask's work between its upper sums and is faster).
+
+    The work is laid out on the host first (states, chunks, the boxes each chunk must try) and
+    sent to ``device`` before the first computation, so the GPU's queue never waits on the host.
     """
     rules = rules or Rules()
     device = torch.device(device)
+    flat = device.type != "cpu" if flat is None else flat
     chunk = chunk_states or (8192 if device.type == "cpu" else 262_144)
     start = time.perf_counter()
     V = torch.zeros(N_MASKS, N_UPPER, 2, dtype=torch.float64, device=device)
     every_upper = torch.arange(N_UPPER, device=device).view(1, N_UPPER, 1)
     n_out = len(rules.boxes_out_of_play)
-    layers = [(k, layer_blocks(rules, n_out + k, device)) for k in range(len(rules.boxes) - 1, -1, -1)]
+    cpu = torch.device("cpu")
+    layers = []  # (k, [(masks, uppers, flags, irrelevant, open boxes)] of its chunks), on ``device``
+    for k in range(len(rules.boxes) - 1, -1, -1):
+        blocks = layer_blocks(rules, n_out + k, cpu)
+        chunks = []
+        for masks, uppers, flags, irrelevant in flattened(blocks) if flat else blocks:
+            step = max(1, chunk // uppers.shape[1])  # masks per batch (at least one, however many states it has)
+            for c in range(0, len(masks), step):
+                m, u, f = masks[c : c + step], uppers[c : c + step], flags[c : c + step]
+                chunks.append((m.to(device), u.to(device), f.to(device), irrelevant, _open_boxes(m, rules)))
+        layers.append((k, chunks))
     bar = None
     if progress is True:  # counted in states: the layers differ in size by orders of magnitude
         from ..progress import progress_bar
 
-        states = sum(masks.numel() * uppers.shape[1] for _, blocks in layers for masks, uppers, _, _ in blocks)
+        states = sum(u.numel() for _, chunks in layers for _, u, _, _, _ in chunks)
         bar = progress_bar(states, f"solving {rules.tag()}", unit="state")
-    for k, blocks in layers:
-        for masks, uppers, flags, irrelevant in blocks:
-            R = uppers.shape[1]
-            step = max(1, chunk // R)  # masks per batch (at least one, however many states it has)
-            for c in range(0, len(masks), step):
-                m, u, f = masks[c : c + step], uppers[c : c + step], flags[c : c + step]
-                vals = turn_start_values(m, u, f, V, rules).view(len(m), R)
-                if irrelevant:  # no open upper box: the same value for every upper sum
-                    V[m.view(-1, 1, 1), every_upper, f.unsqueeze(1)] = vals.unsqueeze(1).expand(-1, N_UPPER, R)
-                else:
-                    V[m.view(-1, 1), u, f] = vals
-                if bar is not None:
-                    bar.update(vals.numel())
+    for k, chunks in layers:
+        for m, u, f, irrelevant, open_boxes in chunks:
+            R = u.shape[1]
+            vals = turn_start_values(m, u, f, V, rules, open_boxes).view(len(m), R)
+            if irrelevant:  # no open upper box: the same value for every upper sum
+                V[m.view(-1, 1, 1), every_upper, f.unsqueeze(1)] = vals.unsqueeze(1).expand(-1, N_UPPER, R)
+            else:
+                V[m.view(-1, 1), u, f] = vals
+            if bar is not None:
+                bar.update(vals.numel())
         if callable(progress):
             progress(k)
     if bar is not None:

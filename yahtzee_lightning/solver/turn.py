@@ -16,6 +16,7 @@ and no copy between stages. The same code with ``V = None`` is the greedy one-tu
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import cache
 
@@ -167,6 +168,7 @@ def box_values(
     rules: Rules,
     reduce: bool = True,
     out: torch.Tensor | None = None,
+    open_boxes: Collection[int] | None = None,
 ) -> torch.Tensor:
     """Value of scoring each final dice in the states ``(masks[i], uppers[i, j], flags[i, j])``.
 
@@ -180,6 +182,9 @@ def box_values(
     looked up once per state, or once per possible score (0-5 of a face) for an upper box. A box
     that scores on few dice (:func:`scoring_rows`) is taken as a zero for every dice (one
     running maximum per state) plus its score on those few rows.
+
+    ``open_boxes``: the boxes open in at least one of ``masks``, where the caller knows them on the
+    host (the solver); without them each box is checked on the device, one wait for it a box.
     """
     device = masks.device
     dtype = V.dtype if V is not None else torch.float64
@@ -212,12 +217,13 @@ def box_values(
     sparse: list[tuple[torch.Tensor, torch.Tensor]] = []  # (rows, their values) of the sparse boxes
     for b in rules.boxes:
         is_open = (masks >> b & 1) == 0
-        if not bool(is_open.any()):
+        if (b not in open_boxes) if open_boxes is not None else not bool(is_open.any()):
             continue
         nxt = (masks | (1 << b)).view(M, 1)
-        # Where legality is just "the box is open" it is applied per state, not per dice.
+        # Where legality is just "the box is open" it is applied per state, not per dice. Only the
+        # forced joker makes it differ (scoring's own rule), so only then is it checked.
         closed = ~is_open.view(M, 1)
-        per_dice = not torch.equal(five_legal[..., b], is_open.expand(6, M))  # e.g. the forced joker
+        per_dice = rules.joker == "forced" and not torch.equal(five_legal[..., b], is_open.expand(6, M))
         if b >= 6:
             s = score_of(b)  # (252, M, 1)
             if flat is None:
@@ -276,16 +282,22 @@ def box_values(
 
 
 def turn_start_values(
-    masks: torch.Tensor, uppers: torch.Tensor, flags: torch.Tensor, V: torch.Tensor | None, rules: Rules
+    masks: torch.Tensor,
+    uppers: torch.Tensor,
+    flags: torch.Tensor,
+    V: torch.Tensor | None,
+    rules: Rules,
+    open_boxes: Collection[int] | None = None,
 ) -> torch.Tensor:
-    """Expected points from the start of a turn on, ``(M * R,)``: the three stages backwards."""
+    """Expected points from the start of a turn on, ``(M * R,)``: the three stages backwards.
+    ``open_boxes``: as :func:`box_values` takes it."""
     dag = kept_dag(masks.device)
     S = uppers.numel()
     dtype = V.dtype if V is not None else torch.float64
     buf = torch.empty(N_KEPT, S, dtype=dtype, device=masks.device)
     scratch = torch.empty(2, 252, S, dtype=dtype, device=masks.device)
     dice_rows = buf[DICE_ROW:]
-    box_values(masks, uppers, flags, V, rules, out=dice_rows)  # after the last roll
+    box_values(masks, uppers, flags, V, rules, out=dice_rows, open_boxes=open_boxes)  # after the last roll
     for _ in range(2):  # the keep before the third roll, then before the second
         reroll_(buf, dag, scratch)
         best_keep_(buf, dag, scratch)
