@@ -177,6 +177,39 @@ def test_a_learned_value_is_saved_checked_loaded_and_searched(agent_folder, monk
     assert (agent_folder / "README.md").read_text().count("## Turn-start value") == 1
 
 
+def test_an_agent_saved_with_a_value_comes_back_with_it_and_says_so(tmp_path):
+    """save_pretrained -> from_pretrained of a fresh folder: the value is the same to the bit, the
+    config and the card say the agent carries one, and a value file edited after its digest, or a
+    card whose digest differs, is refused as the weights would be."""
+    torch.manual_seed(0)
+    value = TurnValueNet(Rules().to_dict(), hidden=4, layers=1)
+    info = {"method": "a test", "td_residual": [2.0, 1.0], "kept_round": 1}
+    agent = YahtzeeAgent(PolicyValueNet(**SMALL), {"name": "carrier"}, turn_value=value, turn_value_info=info)
+    folder = agent.save_pretrained(tmp_path / "carrier")
+    loaded = YahtzeeAgent.from_pretrained(folder)
+    for a, b in zip(loaded.turn_value.state_dict().values(), value.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    assert loaded.turn_value_info == info and loaded.player().turn_value is loaded.turn_value
+    entry = json.loads((folder / "config.json").read_text())["turn_value"]
+    assert entry["file"] == VALUE_NAME and entry["network"] == value.config
+    assert "## Turn-start value" in loaded.card and entry[VALUE_DIGEST] in loaded.card
+    assert resolve_player(f"lookahead:{folder}").name == "lookahead:carrier"
+    from safetensors.torch import load_file, save_file
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(folder, damaged)
+    state = load_file(damaged / VALUE_NAME)
+    state["mlp.0.bias"] = state["mlp.0.bias"] + 1  # the same shapes, the old digest in its metadata
+    save_file(state, str(damaged / VALUE_NAME), metadata={"format": "pt", VALUE_DIGEST: entry[VALUE_DIGEST]})
+    with pytest.raises(AgentFormatError, match=f"{VALUE_NAME}: its {VALUE_DIGEST} does not match"):
+        YahtzeeAgent.from_pretrained(damaged)
+    card = tmp_path / "card"
+    shutil.copytree(folder, card)
+    (card / "README.md").write_text(loaded.card.replace(entry[VALUE_DIGEST], "1" * 64))
+    with pytest.raises(AgentFormatError, match=f"README.md: its {VALUE_DIGEST} does not match"):
+        YahtzeeAgent.from_pretrained(card)
+
+
 def test_a_damaged_value_is_refused(agent_folder, tmp_path):
     agent = YahtzeeAgent.from_pretrained(agent_folder)
     agent.turn_value, _ = learn_turn_value(agent.player(), TINY, log=lambda _: None)
