@@ -15,8 +15,8 @@ checkpoint) and samples the GPU's utilisation (NVML, every 50 ms) through the ti
   so that a failure or a hang loses one row;
 * ``solver``: ``solve`` under the profiler (the optimal table: where its seconds go).
 
-    python benchmarks/bench_gpu.py --device cuda [--phases a2c study profile compile solver]
-        [--members 64 128] [--big 16384] [--batches 20] [--json out.json]
+    python benchmarks/bench_gpu.py --device cuda [--phases a2c study solver profile compile]
+        [--members 64] [--big 16384] [--batches 20] [--json out.json]
 
 On the CPU (``--device cpu --quick``) it runs the same code with tiny sizes, which is how the
 script is checked before a lent GPU's minutes are spent on it.
@@ -198,8 +198,8 @@ def solver_row(device: str, chunk: int | None, quick: bool = False) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--phases", nargs="+", default=["a2c", "study", "profile", "compile", "solver"])
-    parser.add_argument("--members", type=int, nargs="+", default=[64, 128])
+    parser.add_argument("--phases", nargs="+", default=["a2c", "study", "solver", "profile", "compile"])
+    parser.add_argument("--members", type=int, nargs="+", default=[64])
     parser.add_argument("--big", type=int, default=16384, help="games a batch of the A2C recipe's large row")
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--quick", action="store_true", help="tiny sizes: check the script on the CPU")
@@ -225,10 +225,14 @@ def main(argv: list[str] | None = None) -> int:
         alone = train_row("study config alone", STUDY, dev, b, 3, **small)
         rows.append(alone)
         for k in args.members:
-            row = train_row(f"study config packed K={k}", STUDY, dev, max(2, b // 2), 2, ensemble=k, **small)
+            row = train_row(f"study config packed K={k}", STUDY, dev, max(2, b // 4), 1, ensemble=k, **small)
             row["over_one_member"] = row["games_per_s"] / alone["games_per_s"]
             print(f"  packed K={k}: {row['over_one_member']:.1f}x one member alone", flush=True)
             rows.append(row)
+        save()
+    if "solver" in args.phases:
+        for chunk in (None, 1 << 21):
+            rows.append(solver_row(dev, chunk, args.quick))
         save()
     if "profile" in args.phases:
         rows.append(profile_row("profile: study config alone", STUDY, dev, 2, 3, **small))
@@ -236,10 +240,6 @@ def main(argv: list[str] | None = None) -> int:
             profile_row(f"profile: study K={args.members[0]}", STUDY, dev, 2, 2, ensemble=args.members[0], **small)
         )
         rows.append(profile_row("profile: A2C big batch", A2C, dev, 1, 2, games_per_batch=args.big, **small))
-        save()
-    if "solver" in args.phases:
-        for chunk in (None, 1 << 21):
-            rows.append(solver_row(dev, chunk, args.quick))
         save()
     if "compile" in args.phases:
         rows_to_compile = [(STUDY, {}, "reduce-overhead"), (STUDY, {"ensemble": args.members[0]}, "reduce-overhead")]
