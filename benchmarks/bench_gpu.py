@@ -13,7 +13,8 @@ checkpoint) and samples the GPU's utilisation (NVML, every 50 ms) through the ti
 * ``compile``: the study rows with the network's forward compiled (``torch.compile``:
   ``reduce-overhead``, which replays CUDA graphs, and the default mode); each row is a new process
   so that a failure or a hang loses one row;
-* ``solver``: ``solve`` under the profiler (the optimal table: where its seconds go).
+* ``solver``: ``solve`` under the profiler (the optimal table: where its seconds go), in the
+  device's default layout and in the CPU's grouped one.
 
     python benchmarks/bench_gpu.py --device cuda [--phases a2c study solver profile compile]
         [--members 64] [--big 16384] [--batches 20] [--json out.json]
@@ -171,23 +172,23 @@ def compile_net(mode: str):
     return prepare
 
 
-def solver_row(device: str, chunk: int | None, quick: bool = False) -> dict:
+def solver_row(device: str, flat: bool | None, quick: bool = False) -> dict:
     from yahtzee_lightning.game import Rules
     from yahtzee_lightning.solver import solve
 
     rules = Rules(boxes=(0, 1, 6, 12)) if quick else Rules()  # quick: a 4-box game, same code
-    solve(rules, device=device, progress=False, chunk_states=chunk)  # warm-up: kernels, allocator
+    solve(rules, device=device, progress=False, flat=flat)  # warm-up: kernels, allocator
     with torch.profiler.profile(
         activities=[torch.profiler.ProfilerActivity.CPU]
         + ([torch.profiler.ProfilerActivity.CUDA] if torch.device(device).type == "cuda" else [])
     ) as prof:
         start = time.perf_counter()
-        table = solve(rules, device=device, progress=False, chunk_states=chunk)
+        table = solve(rules, device=device, progress=False, flat=flat)
         wall = time.perf_counter() - start
-    plain = min(solve(rules, device=device, progress=False, chunk_states=chunk).seconds for _ in range(2))
-    row = {"name": f"solver chunk={chunk}", "seconds": plain, "optimum": table.optimum, **summarise(prof, wall, 1)}
+    plain = min(solve(rules, device=device, progress=False, flat=flat).seconds for _ in range(2))
+    row = {"name": f"solver flat={flat}", "seconds": plain, "optimum": table.optimum, **summarise(prof, wall, 1)}
     print(
-        f"solve (chunk {chunk}): {plain:.2f} s unprofiled, optimum {table.optimum:.4f}, GPU busy"
+        f"solve (flat={flat}): {plain:.2f} s unprofiled, optimum {table.optimum:.4f}, GPU busy"
         f" {row['gpu_busy_share']:.0%}, {row['kernels_per_batch']:.0f} kernels",
         flush=True,
     )
@@ -231,8 +232,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
         save()
     if "solver" in args.phases:
-        for chunk in (None, 1 << 21):
-            rows.append(solver_row(dev, chunk, args.quick))
+        for flat in (None, False):  # the device's default layout (a GPU's: flat), then the CPU's
+            rows.append(solver_row(dev, flat, args.quick))
         save()
     if "profile" in args.phases:
         rows.append(profile_row("profile: study config alone", STUDY, dev, 2, 3, **small))
