@@ -216,13 +216,10 @@ class Ensemble:
         mean, and an update's metrics (``on_step``) for one write of every member's (:meth:`_write_steps`)."""
         if not isinstance(self._member, int) or self.members is None:
             return super().log(name, value, *args, **kwargs)
-        # kept as they are (a tensor stays on its device): reading one here would wait for the
-        # GPU once a value and member; they are read where they are written, and only then
-        value = value.detach() if isinstance(value, torch.Tensor) else float(value)
         if kwargs.get("logger") is False:
-            self._bar.setdefault(name, []).append(value)
+            self._bar.setdefault(name, []).append(float(value))
         elif kwargs.get("on_step"):
-            self._steps[f"member_{self._member}/{name}"] = value
+            self._steps[f"member_{self._member}/{name}"] = float(value)
         else:
             super().log(f"member_{self._member}/{name}", value, *args, **kwargs)
         return None
@@ -244,15 +241,14 @@ class Ensemble:
         step = lightning_log_step(trainer)
         if step is None:
             return
-        values = _floats(steps)
         for logger in trainer.loggers:
-            logger.log_metrics({**values, "epoch": trainer.current_epoch}, step=step)
+            logger.log_metrics({**steps, "epoch": trainer.current_epoch}, step=step)
 
     def _log_bar(self, **kwargs: Any) -> dict[str, list[float]]:
         """The members' bar-only values of the step just done: their mean on the progress bar."""
         bar, self._bar = self._bar, {}
         for name, values in bar.items():
-            super().log(name, _mean(values), prog_bar=True, logger=False, batch_size=1, **kwargs)
+            super().log(name, sum(values) / len(values), prog_bar=True, logger=False, batch_size=1, **kwargs)
         return bar
 
     def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
@@ -363,26 +359,6 @@ class Ensemble:
         if members and self.members is not None:
             scores = [m.get("last_eval_score") for m in members]
             self.last_evaluations = scores if any(s is not None for s in scores) else None
-
-
-def _floats(values: dict[str, torch.Tensor | float]) -> dict[str, float]:
-    """Logged values as numbers, the tensors among them read from their device in one transfer."""
-    out = dict(values)
-    by_device: dict[torch.device, dict[str, torch.Tensor]] = {}
-    for k, v in values.items():
-        if isinstance(v, torch.Tensor):
-            by_device.setdefault(v.device, {})[k] = v
-    for tensors in by_device.values():
-        read = torch.stack([v.float().reshape(()) for v in tensors.values()]).tolist()
-        out.update(zip(tensors, read, strict=True))
-    return out
-
-
-def _mean(values: list[torch.Tensor | float]) -> torch.Tensor | float:
-    """The members' mean of one bar value, on the values' device where they are all one device's tensors."""
-    if all(isinstance(v, torch.Tensor) for v in values) and len({v.device for v in values}) == 1:
-        return torch.stack([v.float().reshape(()) for v in values]).mean()
-    return sum(float(v) for v in values) / len(values)
 
 
 def lightning_log_step(trainer: Any) -> int | None:
