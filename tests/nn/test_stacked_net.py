@@ -55,3 +55,29 @@ def test_a_members_outputs_do_not_depend_on_the_other_members():
             for got_five, got_one, got_pair in zip(five, one, pair, strict=True):
                 assert torch.equal(got_five[rows], got_one)
                 assert torch.equal(got_five[rows], got_pair[:20])
+
+
+def test_the_one_kernel_activation_a_gpu_takes_gives_each_members_outputs(monkeypatch):
+    """On a GPU the activations take the whole stacked tensor (one kernel, not one a member); the
+    same code path, run here on the CPU, still gives each member its own outputs (to rounding: the
+    CPU's scalar tail is why the CPU itself goes member by member)."""
+    from yahtzee_lightning.nn import ensemble
+
+    torch.manual_seed(0)
+    config = {"d_h": 20, "n_layers": 2, "head_hidden": 12, "activation": "silu"}
+    nets = [PolicyValueNet(**config).eval() for _ in range(3)]
+    stacked = StackedNet(PolicyValueNet(**config), 3).eval().load_(nets)
+    obs = YahtzeeEnv(60, seed=3).reset()
+    calls = []
+    real = torch.nn.SiLU.forward
+    monkeypatch.setattr(torch.nn.SiLU, "forward", lambda self, x: calls.append(x.shape[0]) or real(self, x))
+    monkeypatch.setattr(ensemble, "PER_MEMBER_DEVICES", frozenset())
+    with torch.no_grad():
+        out = stacked(obs)
+        for k, net in enumerate(nets):
+            calls.clear()
+            for got, want in zip(out, net(obs[20 * k : 20 * (k + 1)]), strict=True):
+                torch.testing.assert_close(got[20 * k : 20 * (k + 1)], want)
+        calls.clear()
+        stacked(obs)
+    assert calls and all(rows == 60 for rows in calls)  # every activation saw all three members' rows

@@ -93,11 +93,17 @@ class _Embedding(_Batched):
         return F.embedding(flat, table.reshape(-1, table.shape[-1])).reshape(*idx.shape, table.shape[-1])
 
 
+#: Device types whose activation kernels compute a tensor's last elements by another code path (the
+#: CPU's scalar tail after its SIMD blocks): there an activation goes member by member.
+PER_MEMBER_DEVICES = frozenset({"cpu"})
+
+
 class _Activation(_Batched):
-    """An activation applied to each member's block of rows on its own (see the module's docstring)."""
+    """An activation applied to each member's block of rows on its own where the device needs it
+    (see the module's docstring); elsewhere to the whole tensor, in one kernel."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.members == 1 or x.device.type != "cpu":  # a GPU computes every element alike
+        if self.members == 1 or x.device.type not in PER_MEMBER_DEVICES:
             return self.layer(x)
         blocks = x.reshape(self.members, -1).unbind(0)
         return torch.cat([self.layer(block) for block in blocks]).reshape(x.shape)
