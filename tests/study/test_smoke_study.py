@@ -150,6 +150,9 @@ def _the_report_says_what_it_shows(out: Path, finals: pd.DataFrame) -> None:
     for eid in ("F3", "F5", "F11"):
         axes = _figure_text(report / f"{eid}.png")["Axes"]
         assert "(%" in axes and "rate" in axes, (eid, axes)
+    # The diagnostics over training (F14-F16) come from each evaluation's history line.
+    assert "KL" in _figure_text(report / "F14.png")["Axes"] and "top-3" in _figure_text(report / "F15.png")["Axes"]
+    assert {"kl", "top3_keep_share", "value"} <= set(pd.read_csv(out / "results.csv"))
     # T1: the median, the post-hoc pick named as such, and its members played again on fresh games.
     t1 = (report / "T1.md").read_text()
     assert "| median |" in t1 and "after the fact" in t1 and "fresh games" in t1 and "no weights" not in t1

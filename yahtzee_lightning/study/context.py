@@ -161,10 +161,13 @@ def bounds(metric: str) -> tuple[float, float]:
     """The range a quantity cannot leave: rates, shares and probabilities 0-1, fill turns 0-12
     (stored from 0), explained variance at most 1, a head's entropy at most that of a uniform choice
     (ln 32 keeps, ln 13 boxes), a box's points 0 to its most, the upper bonus
-    0-35, a full game's score 0-1575, the rest >= 0."""
+    0-35, a full game's score 0-1575, the policy loss any sign, the rest >= 0."""
     base, _, box = metric.partition("/")
-    if base.endswith("_rate") or base in ("first_box", "share_at_least_250") or base.startswith("p_ge_"):
+    shares = base.endswith(("_rate", "_share")) or base in ("first_box", "share_at_least_250")
+    if shares or base.startswith("p_ge_"):
         return 0.0, 1.0
+    if base == "policy":  # -log pi times a normalised advantage: either sign
+        return -math.inf, math.inf
     if base == "box_mean":
         return 0.0, box_maxima()[box]
     if base == "upper_bonus_mean":

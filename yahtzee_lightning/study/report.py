@@ -110,6 +110,15 @@ EXHIBITS: dict[str, Exhibit] = {
     "F13": Exhibit(
         "Scoring-head entropy over training", draw_curves("entropy_score", "box-head entropy (nats)", False)
     ),
+    "F14": Exhibit(
+        "KL divergence between the collecting policy and the updated one, over training",
+        draw_curves("kl", "KL per update (nats)", False),
+    ),
+    "F15": Exhibit(
+        "Share of rolling decisions taken by the three most used keeps, over training",
+        draw_curves("top3_keep_share", "top-3 keep share", False),
+    ),
+    "F16": Exhibit("Value loss over training", draw_curves("value", "value loss (squared error)", False)),
     "T1": Exhibit("Full-game summary", table_summary, "md", TABLE),
     "T2": Exhibit("Score distribution: P(score >= n)", table_distribution, "md", TABLE),
     "P1": Exhibit(
@@ -194,6 +203,15 @@ NOTES = {
     )
     + " "
     + LEGEND,
+    "F14": CURVE.format(
+        what="the approximate KL divergence of the updated policy from the one that collected the batch, on the "
+        "last logged update before the evaluation (every log_every-th update is logged)"
+    ),
+    "F15": CURVE.format(
+        what="the share of the last logged batch's rolling decisions that took one of the three most used keeps "
+        "(near 1: the keep head has collapsed onto a few patterns)"
+    ),
+    "F16": CURVE.format(what="the value loss (squared error to the returns) on the last logged update"),
     "T1": "Agents: the best cell (final mean score over seeds) of each algorithm, picked after the fact among the "
     "cells of that algorithm on the very games it is judged on, so its mean and median are optimistic; the fresh-games "
     "columns play every member of that cell again on games no evaluation played (as many as its final evaluation), "

@@ -34,7 +34,7 @@ from .hypothesis_file import Hypothesis, parse_hypotheses
 #: median and IQM, probability of improvement, performance profiles).
 EXHIBIT_IDS = (
     *(f"S{i}" for i in range(1, 5)),
-    *(f"F{i}" for i in range(1, 14)),
+    *(f"F{i}" for i in range(1, 17)),
     "T1",
     "T2",
     *(f"P{i}" for i in range(1, 5)),

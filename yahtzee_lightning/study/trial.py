@@ -35,8 +35,22 @@ from .records import digested_text, final_text, read_final
 from .spec import Cell
 
 HISTORY, FINAL, ERROR, LOG = "history.jsonl", "final.json", "error.txt", "fit.log"
-#: Training metrics kept with each evaluation (the latest update's value), without their ``train/``.
-TRAIN_METRICS = ("explained_variance", "loss_entropy_roll", "loss_entropy_score", "episode_return", "lr")
+#: Training metrics kept with each evaluation (the latest logged update's value), without their
+#: ``train/``: the heads' entropies, the value head's fit, the return, the learning rate, and the
+#: diagnostics of a collapsing or drifting policy (the KL between the collecting and the updated
+#: policy, the share of the three most used keeps and boxes, the policy and value losses).
+TRAIN_METRICS = (
+    "explained_variance",
+    "loss_entropy_roll",
+    "loss_entropy_score",
+    "episode_return",
+    "lr",
+    "kl",
+    "top3_keep_share",
+    "top3_box_share",
+    "loss_policy",
+    "loss_value",
+)
 
 
 def in_tune_session() -> bool:
