@@ -163,19 +163,16 @@ def bounds(metric: str) -> tuple[float, float]:
     (ln 32 keeps, ln 13 boxes), a box's points 0 to its most, the upper bonus
     0-35, a full game's score 0-1575, the policy loss any sign, the rest >= 0."""
     base, _, box = metric.partition("/")
-    shares = base.endswith(("_rate", "_share")) or base in ("first_box", "share_at_least_250")
-    if shares or base.startswith("p_ge_"):
+    if base.endswith(("_rate", "_share")) or base in ("first_box", "share_at_least_250") or base.startswith("p_ge_"):
         return 0.0, 1.0
-    if base == "policy":  # -log pi times a normalised advantage: either sign
-        return -math.inf, math.inf
+    if base in ("policy", "explained_variance"):  # no lower end: the policy loss (either sign), EV (at most 1)
+        return -math.inf, math.inf if base == "policy" else 1.0
     if base == "box_mean":
         return 0.0, box_maxima()[box]
     if base == "upper_bonus_mean":
         return 0.0, float(UPPER_BONUS)
     if base == "fill_turn":
         return 0.0, 12.0
-    if base == "explained_variance":
-        return -math.inf, 1.0
     if base in ("entropy_roll", "entropy_score"):  # at most a uniform choice: ln 32 keeps, ln 13 boxes
         return 0.0, math.log(32 if base == "entropy_roll" else 13)
     return 0.0, 1575.0 if base in ("mean_score", "median") else math.inf
