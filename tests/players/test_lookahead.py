@@ -250,6 +250,7 @@ def test_the_turn_value_verb_writes_the_value_into_the_folder(agent_folder, tmp_
     assert "turn-value --config" in info["command"] and info["diagnostic"]["optimum"] == pytest.approx(254.59, abs=0.01)
     assert len(info["evaluation"]["lookahead"]["by_turn"]) == 13
     assert "| regret in turn 13 |" in agent.card and "Against the exact table" in agent.card
+    assert "* Machine: " in agent.card and "load average" in info["machine"]
     config.write_text(f"agent: {agent_folder}\ngamez: 30\n")
     with pytest.raises(SystemExit):
         cli_main(["turn-value", "--config", str(config)])

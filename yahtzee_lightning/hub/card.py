@@ -91,7 +91,12 @@ def turn_value_lines(entry: dict) -> list[str]:
         "turn with this value at the turn's end.",
         "",
     ]
-    for key, label in (("method", "Learned by"), ("command", "Command"), ("seconds", "Seconds")):
+    for key, label in (
+        ("method", "Learned by"),
+        ("command", "Command"),
+        ("seconds", "Seconds"),
+        ("machine", "Machine"),
+    ):
         if key in info:
             lines.append(f"* {label}: {info[key]}")
     if d := info.get("diagnostic"):
@@ -102,7 +107,7 @@ def turn_value_lines(entry: dict) -> list[str]:
     if e := info.get("evaluation"):
         lines += ["", *lookahead_table(e)]
     digest = f"{VALUE_DIGEST}: `{entry[VALUE_DIGEST]}` (checked on load)"
-    rest = {k: v for k, v in info.items() if k not in ("evaluation", "diagnostic")}
+    rest = {k: v for k, v in info.items() if k not in ("evaluation", "diagnostic", "machine")}
     lines += ["", "```json", json.dumps(rest, indent=2), "```", "", digest]
     return lines
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import shlex
 import sys
 import time
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cli import MAX_GAMES, WHY_GAMES, VerbParser, check_count, check_seed, plain
+from ..machine import describe_machine
 
 #: The learning settings (``ValueSettings``' fields), each a flag and a YAML key, with what it sets.
 SETTINGS_HELP = {
@@ -106,6 +108,14 @@ def compare(player, make_lookahead, games: int) -> dict[str, Any]:
     return out
 
 
+def load_average() -> float:
+    """The machine's one-minute load average (0 where the system gives none)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = VerbParser(
         prog="yahtzee-lightning turn-value",
@@ -151,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         parser.error(str(e))
     player = agent.player(device=args.device)
+    load_at_start = load_average()
     value, info = learn_turn_value(player, settings, args.device, log=lambda line: print(line, file=sys.stderr))
     info["command"] = "yahtzee-lightning turn-value " + shlex.join(sys.argv[2:] if argv is None else argv)
     if not args.no_diagnostic:
@@ -160,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     player = agent.player(device=args.device)
     if evaluate_games:
         info["evaluation"] = compare(player, lambda: lookahead_player(player, agent_dir, args.device), evaluate_games)
+    # Its seconds and the look-ahead's time a game mean little without the machine and how busy it was.
+    info["machine"] = (
+        f"{describe_machine()}; load average {load_at_start:.1f} at the start, {load_average():.1f} at the end"
+    )
     agent.save_turn_value(agent_dir)
     print(f"wrote the turn-start value into {agent_dir} ({dataclasses.asdict(settings)})")
     return 0
