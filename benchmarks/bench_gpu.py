@@ -34,6 +34,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import lightning as L
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -97,35 +98,29 @@ def train_row(name: str, config: str, device: str, batches: int, warmup: int, pr
     return row
 
 
-class _Profile:
-    """A Lightning callback that profiles batches ``start .. start + count - 1``."""
+class _Profile(L.Callback):
+    """Profiles batches ``start .. start + count - 1`` of a fit (CUDA kernels too on a GPU)."""
 
-    def __new__(cls, start: int, count: int, device: str):
-        import lightning as L
+    def __init__(self, start: int, count: int, device: str) -> None:
+        self.start, self.count, self.seen, self.result = start, count, 0, None
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if torch.device(device).type == "cuda":
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        self.profiler = torch.profiler.profile(activities=activities)
 
-        class Profile(L.Callback):
-            def __init__(self) -> None:
-                self.seen, self.result = 0, None
-                activities = [torch.profiler.ProfilerActivity.CPU]
-                if torch.device(device).type == "cuda":
-                    activities.append(torch.profiler.ProfilerActivity.CUDA)
-                self.profiler = torch.profiler.profile(activities=activities)
+    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+        if self.seen == self.start:
+            sync(module.device)
+            self.profiler.start()
+            self.t0 = time.perf_counter()
 
-            def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
-                if self.seen == start:
-                    sync(module.device)
-                    self.profiler.start()
-                    self.t0 = time.perf_counter()
-
-            def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
-                self.seen += 1
-                if self.seen == start + count:
-                    sync(module.device)
-                    wall = time.perf_counter() - self.t0
-                    self.profiler.stop()
-                    self.result = summarise(self.profiler, wall, count)
-
-        return Profile()
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        self.seen += 1
+        if self.seen == self.start + self.count:
+            sync(module.device)
+            wall = time.perf_counter() - self.t0
+            self.profiler.stop()
+            self.result = summarise(self.profiler, wall, self.count)
 
 
 def summarise(profiler, wall: float, batches: int) -> dict:
