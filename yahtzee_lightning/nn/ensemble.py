@@ -22,8 +22,8 @@ REINFORCE baseline, and a few hundred updates later a sampled action. Applied to
 block alone, member ``k``'s activations are computed exactly as in any other ensemble of the same
 ``N``: its games and weights, not its neighbours, decide its numbers. A CUDA kernel computes every
 element by the same code whatever its place, so there the activation takes the whole tensor: one
-kernel, not K (on an H100, a pack of 64 members launched seven times the kernels of one member a
-batch, BENCHMARKS.md).
+kernel, not K (on an H100 a pack's kernels a batch grew with K: 7.4x one member's at K = 16,
+mostly from the members' own updates; BENCHMARKS.md).
 """
 
 from __future__ import annotations
