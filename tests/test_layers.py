@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
         "coach.cli",
         "gym",
         "players.cli",
+        "players.win_cli",
     ),
     ("study",),  # runs fit (algorithms.cli) for every cell of a study
 ]

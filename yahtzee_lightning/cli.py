@@ -25,6 +25,10 @@ VERBS: dict[str, tuple[str, str]] = {
         "yahtzee_lightning.players.cli:main",
         "learn an agent's turn-start value from its own games (for lookahead:AGENT)",
     ),
+    "win-value": (
+        "yahtzee_lightning.players.win_cli:main",
+        "learn an agent's chance of winning a match from its own play (for winlookahead:AGENT)",
+    ),
     "bench": ("yahtzee_lightning.bench:main", "run a benchmark and print its table"),
     "study": ("yahtzee_lightning.study.cli:main", "run a study's ablations on Ray Tune and write its report"),
     "play": ("yahtzee_lightning.coach.cli:play_main", "play a game in the terminal; the optimum judges each choice"),

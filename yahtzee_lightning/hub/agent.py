@@ -31,6 +31,7 @@ from .files import (
     CONFIG_NAME,
     VALUE_NAME,
     WEIGHTS_NAME,
+    WIN_VALUE_NAME,
     AgentError,
     AgentFormatError,
     AgentNotFoundError,
@@ -39,6 +40,7 @@ from .files import (
     save_turn_value_file,
     verify_weights,
 )
+from .win_value import load_win_value, save_win_value_file, win_value_entry
 
 FORMAT_VERSION = 1
 
@@ -67,6 +69,7 @@ class YahtzeeAgent:
         self._card = card
         self.turn_value = turn_value
         self.turn_value_info = turn_value_info or {}
+        self.win_value, self.win_value_info = None, {}  # for winlookahead: (hub/win_value.py)
 
     @property
     def card(self) -> str:
@@ -91,6 +94,7 @@ class YahtzeeAgent:
             "training": self.training,
             "evaluation": _summary_only(self.evaluation),
             **({"turn_value": self.turn_value_config} if self.turn_value is not None else {}),
+            **({"win_value": win_value_entry(self.win_value, self.win_value_info)} if self.win_value else {}),
         }
 
     @property
@@ -112,7 +116,7 @@ class YahtzeeAgent:
 
         self.net.to(device).eval()
         name = self.training.get("name", "agent")
-        return AgentPlayer(self.net, greedy=greedy, name=name, turn_value=self.turn_value)
+        return AgentPlayer(self.net, greedy, name, self.turn_value, self.win_value)
 
     # ------------------------------------------------------------ save / load
     def save_pretrained(self, directory: str | Path, card: str | None = None) -> Path:
@@ -130,9 +134,12 @@ class YahtzeeAgent:
         save_file(state, str(directory / WEIGHTS_NAME), metadata=metadata)
         if self.turn_value is not None:
             save_turn_value_file(self.turn_value, directory)
+        if self.win_value is not None:
+            save_win_value_file(self.win_value, directory)
         (directory / CONFIG_NAME).write_text(json.dumps(self.config, indent=2))
         (directory / CARD_NAME).write_text(card if card is not None else str(model_card(self)))
         written = [WEIGHTS_NAME, CONFIG_NAME, CARD_NAME] + ([VALUE_NAME] if self.turn_value is not None else [])
+        written += [WIN_VALUE_NAME] if self.win_value is not None else []
         Manifest.read(directory).add(written)  # what a --force may replace
         return directory
 
@@ -203,7 +210,9 @@ class YahtzeeAgent:
         net.load_state_dict(state)
         net.eval()
         value, value_info = load_turn_value(directory, config.get("turn_value"), card)
-        return cls(net, config.get("training"), config.get("evaluation"), card, value, value_info)
+        agent = cls(net, config.get("training"), config.get("evaluation"), card, value, value_info)
+        agent.win_value, agent.win_value_info = load_win_value(directory, config.get("win_value"), card)
+        return agent
 
     def push_to_hub(
         self,
@@ -238,7 +247,7 @@ class YahtzeeAgent:
 def agent_files(folder: Path) -> list[str]:
     """The files of the agent in ``folder``: the artefact files (the turn-start value where there is
     one) and the training YAML its config names (nothing else there is part of it, nor pushed or copied)."""
-    names = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME, VALUE_NAME]
+    names = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME, VALUE_NAME, WIN_VALUE_NAME]
     try:
         yaml_name = (json.loads((folder / CONFIG_NAME).read_text()).get("training") or {}).get("config_file")
     except (OSError, ValueError, AttributeError):

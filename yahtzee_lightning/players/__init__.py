@@ -15,6 +15,7 @@ from .base import Player
 from .endgame import EndgamePlayer
 from .lookahead import LOOKAHEAD_PREFIX, LookaheadPlayer, lookahead_player
 from .reference import GreedyPlayer, OptimalPlayer, OraclePlayer, RandomPlayer
+from .win_lookahead import WIN_LOOKAHEAD_PREFIX, WinLookaheadPlayer, win_lookahead_player
 from .winseeking import WinSeekingPlayer
 
 ENDGAME_PREFIX = "endgame:"
@@ -39,11 +40,16 @@ def make_player(
     ``endgame:NAME`` is NAME's player switching to the exact win-maximising move on its last turn
     of a match (:class:`EndgamePlayer`). ``lookahead:AGENT`` plays every keep and box by the exact
     expectation over the rest of the turn with the agent's learned turn-start value at its end
-    (:class:`LookaheadPlayer`; the agent must carry one).
+    (:class:`LookaheadPlayer`; the agent must carry one). ``winlookahead:AGENT`` (two-player
+    matches) does the same with the agent's learned chance of winning at the turn's end
+    (:class:`WinLookaheadPlayer`; the agent must carry a turn-start value and a win value).
     """
     rules = rules or Rules()
     if name_or_path.startswith(ENDGAME_PREFIX):
         return EndgamePlayer(make_player(name_or_path.removeprefix(ENDGAME_PREFIX), rules, device, load))
+    if name_or_path.startswith(WIN_LOOKAHEAD_PREFIX):
+        name = name_or_path.removeprefix(WIN_LOOKAHEAD_PREFIX)
+        return win_lookahead_player(make_player(name, rules, device, load), name, device)
     if name_or_path.startswith(LOOKAHEAD_PREFIX):
         name = name_or_path.removeprefix(LOOKAHEAD_PREFIX)
         return lookahead_player(make_player(name, rules, device, load), name, device)
@@ -66,6 +72,7 @@ __all__ = [
     "OraclePlayer",
     "Player",
     "RandomPlayer",
+    "WinLookaheadPlayer",
     "WinSeekingPlayer",
     "make_player",
 ]

@@ -8,6 +8,7 @@ from tensordict import TensorDictBase
 from ..game import Rules
 from ..nn import PolicyValueNet, distribution
 from ..solver.value import TurnValueNet
+from ..solver.win_value import WinValueNet
 from .base import Player
 
 
@@ -15,14 +16,20 @@ class AgentPlayer(Player):
     """Plays the network's most likely action (or samples with ``greedy=False``).
 
     ``turn_value``: the agent's learned turn-start value, where it carries one; this player does not
-    use it, ``lookahead:`` does (:func:`.lookahead.lookahead_player`)."""
+    use it, ``lookahead:`` does (:func:`.lookahead.lookahead_player`); ``win_value``: its learned chance
+    of winning a match, for ``winlookahead:`` (:func:`.win_lookahead.win_lookahead_player`)."""
 
     def __init__(
-        self, net: PolicyValueNet, greedy: bool = True, name: str = "agent", turn_value: TurnValueNet | None = None
+        self,
+        net: PolicyValueNet,
+        greedy: bool = True,
+        name: str = "agent",
+        turn_value: TurnValueNet | None = None,
+        win_value: WinValueNet | None = None,
     ) -> None:
         super().__init__(Rules.from_dict(net.config["rules"]))
         self.net, self.greedy, self.name = net, greedy, name
-        self.turn_value = turn_value
+        self.turn_value, self.win_value = turn_value, win_value
 
     @torch.no_grad()
     def act(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
