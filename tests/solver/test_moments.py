@@ -1,5 +1,6 @@
 """Score moments of the optimal player: exact mean, spread and skew of the points to come."""
 
+import pytest
 import torch
 from safetensors.torch import save_file
 
@@ -87,3 +88,33 @@ def test_a_folder_where_the_table_cache_should_be_is_one_line(tmp_path, monkeypa
             code = e.code
         err = capsys.readouterr().err
         assert code == 2 and "the table cache is a folder" in err and "Traceback" not in err, err
+
+
+def test_the_flat_layout_a_gpu_uses_gives_the_same_moments_to_the_bit(monkeypatch):
+    """The moments solve the table's own layout: one state a row on a GPU, each chunk's open boxes
+    known on the host (checked against what the device would find), the same bits as the grouped
+    layout the CPU uses."""
+    from yahtzee_lightning.solver import moments as moments_module
+
+    table = load_or_solve(FIVE, progress=False)
+    seen = []
+    real = moments_module.box_values
+
+    def spy(masks, *args, open_boxes=None, **kwargs):
+        seen.append(open_boxes == tuple(b for b in FIVE.boxes if bool(((masks >> b) & 1 == 0).any())))
+        return real(masks, *args, open_boxes=open_boxes, **kwargs)
+
+    monkeypatch.setattr(moments_module, "box_values", spy)
+    grouped = solve_moments(table, progress=False)
+    flat = solve_moments(table, progress=False, flat=True, chunk_states=7)
+    assert torch.equal(grouped, flat)
+    assert seen and all(seen)
+
+
+def test_moments_refuse_a_table_whose_means_they_cannot_reproduce():
+    """The check that the moves followed are the table's: a table edited in one state is named."""
+    table = load_or_solve(FIVE, progress=False)
+    edited = type(table)(table.values.clone(), table.rules)
+    edited.values[table.start_mask, 0, 0] += 1.0
+    with pytest.raises(AssertionError, match="differ from the optimal table"):
+        solve_moments(edited, progress=False)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from ..game import Rules, tables
-from .table import OptimalTable, layer_blocks
+from .table import OptimalTable, host_layout
 from .turn import N_UPPER, box_values, kept_dag, reroll_values
 
 NEG = float("-inf")
@@ -58,20 +58,26 @@ def _follow_best_keep(kept: list[torch.Tensor], rows: torch.Tensor) -> list[torc
 
 
 def turn_moments(
-    masks: torch.Tensor, uppers: torch.Tensor, flags: torch.Tensor, moments: list[torch.Tensor], rules: Rules
+    masks: torch.Tensor,
+    uppers: torch.Tensor,
+    flags: torch.Tensor,
+    moments: list[torch.Tensor],
+    rules: Rules,
+    open_boxes: tuple[int, ...] | None = None,
 ) -> TurnMoments:
     """The three stages of a turn backwards, carrying ``E[F^k]`` along the optimal moves.
 
-    ``masks (M,)``, ``uppers``/``flags (M, R)`` as in :func:`.turn.box_values`; ``moments`` the
-    turn-start tables ``[V, E[F^2], ...]`` (only later layers are read).
+    ``masks (M,)``, ``uppers``/``flags (M, R)`` and ``open_boxes`` as in :func:`.turn.box_values`;
+    ``moments`` the turn-start tables ``[V, E[F^2], ...]`` (only later layers are read).
     """
     dag = kept_dag(masks.device)
-    points = box_values(masks, uppers, flags, None, rules, reduce=False)  # scored now, (13, 252, S)
+    points = box_values(masks, uppers, flags, None, rules, reduce=False, open_boxes=open_boxes)  # (13, 252, S)
     legal = points > NEG
     p = torch.where(legal, points, 0.0)
     # E[F'^j] of the state each box leads to: box_values adds the points now, take them off again.
     after = [torch.ones_like(p)] + [
-        torch.where(legal, box_values(masks, uppers, flags, table, rules, reduce=False) - p, 0.0) for table in moments
+        torch.where(legal, box_values(masks, uppers, flags, t, rules, reduce=False, open_boxes=open_boxes) - p, 0.0)
+        for t in moments
     ]
     box = []
     for k in range(1, len(moments) + 1):  # E[(p + F')^k] = sum_j C(k, j) p^(k - j) E[F'^j]
@@ -86,43 +92,50 @@ def turn_moments(
     return TurnMoments(box, k2, k1, [first @ x for x in _follow_best_keep(k1, rows)])
 
 
-def solve_moments(table: OptimalTable, order: int = 3, chunk_states: int = 1024, progress: bool = True) -> torch.Tensor:
+def solve_moments(
+    table: OptimalTable,
+    order: int = 3,
+    chunk_states: int = 1024,
+    progress: bool = True,
+    flat: bool | None = None,
+) -> torch.Tensor:
     """``(order - 1, 8192, 64, 2)`` float64: ``E[F^k]``, k = 2 .. order, of every turn-start
     state under the optimal player (F: the points still to come).
 
-    Checks on the way that the means it carries equal the table's (the same moves are followed).
+    The table's own layout (:func:`.table.host_layout`: ``flat`` by default on any device but the
+    CPU, the open boxes known on the host). Checks that the means it carries equal the table's (the
+    same moves are followed), on the device, and reads the check back once, at the end.
     """
     rules, V = table.rules, table.values
     device = V.device
+    flat = device.type != "cpu" if flat is None else flat
     higher = torch.zeros(order - 1, *V.shape, dtype=V.dtype, device=device)
     every_upper = torch.arange(N_UPPER, device=device).view(1, N_UPPER, 1)
-    n_out = len(rules.boxes_out_of_play)
-    layers = [layer_blocks(rules, n_out + k, device) for k in range(len(rules.boxes) - 1, -1, -1)]
+    layers = host_layout(rules, device, chunk_states, flat)
+    worst = torch.zeros((), dtype=V.dtype, device=device)  # the largest |mean - table| seen
     bar = None
     if progress:
         from ..progress import progress_bar
 
-        states = sum(m.numel() * u.shape[1] for blocks in layers for m, u, _, _ in blocks)
+        states = sum(u.numel() for _, chunks in layers for _, u, _, _, _ in chunks)
         bar = progress_bar(states, "score moments", unit="state")
-    for blocks in layers:
-        for masks, uppers, flags, irrelevant in blocks:
-            R = uppers.shape[1]
-            step = max(1, chunk_states // R)
-            for c in range(0, len(masks), step):
-                m, u, f = masks[c : c + step], uppers[c : c + step], flags[c : c + step]
-                start = turn_moments(m, u, f, [V, *higher], rules).start
-                if not torch.allclose(start[0].view(len(m), R), V[m.view(-1, 1), u, f], rtol=0, atol=1e-6):
-                    raise AssertionError("the moments' means differ from the optimal table")
-                for k, x in enumerate(start[1:]):
-                    x = x.view(len(m), R)
-                    if irrelevant:
-                        higher[k, m.view(-1, 1, 1), every_upper, f.unsqueeze(1)] = x.unsqueeze(1).expand(-1, N_UPPER, R)
-                    else:
-                        higher[k, m.view(-1, 1), u, f] = x
-                if bar is not None:
-                    bar.update(len(m) * R)
+    for _, chunks in layers:
+        for m, u, f, irrelevant, open_boxes in chunks:
+            R = u.shape[1]
+            start = turn_moments(m, u, f, [V, *higher], rules, open_boxes).start
+            worst = torch.maximum(worst, (start[0].view(len(m), R) - V[m.view(-1, 1), u, f]).abs().max())
+            for k, x in enumerate(start[1:]):
+                x = x.view(len(m), R)
+                if irrelevant:
+                    higher[k, m.view(-1, 1, 1), every_upper, f.unsqueeze(1)] = x.unsqueeze(1).expand(-1, N_UPPER, R)
+                else:
+                    higher[k, m.view(-1, 1), u, f] = x
+            if bar is not None:
+                bar.update(len(m) * R)
     if bar is not None:
         bar.close()
+    if float(worst) > 1e-6:
+        raise AssertionError(f"the moments' means differ from the optimal table (by up to {float(worst):.3g})")
     return higher
 
 

@@ -180,6 +180,29 @@ def _open_boxes(masks: torch.Tensor, rules: Rules) -> tuple[int, ...]:
     return tuple(b for b in rules.boxes if bool((((masks >> b) & 1) == 0).any()))
 
 
+Chunk = tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool, tuple[int, ...]]
+
+
+def host_layout(rules: Rules, device: torch.device, chunk_states: int, flat: bool) -> list[tuple[int, list[Chunk]]]:
+    """The backward layers' work, laid out on the host: ``(k, chunks)`` from the last turn back to
+    the first, each chunk ``(masks, uppers, flags, upper_irrelevant, open boxes)`` already on
+    ``device`` with at most ``chunk_states`` states (at least one mask). ``flat``: one state a row
+    (:func:`flattened`). The table and the score moments (:mod:`.moments`) solve the same layout."""
+    cpu = torch.device("cpu")
+    n_out = len(rules.boxes_out_of_play)
+    layers = []
+    for k in range(len(rules.boxes) - 1, -1, -1):
+        blocks = layer_blocks(rules, n_out + k, cpu)
+        chunks = []
+        for masks, uppers, flags, irrelevant in flattened(blocks) if flat else blocks:
+            step = max(1, chunk_states // uppers.shape[1])  # masks per batch
+            for c in range(0, len(masks), step):
+                m, u, f = masks[c : c + step], uppers[c : c + step], flags[c : c + step]
+                chunks.append((m.to(device), u.to(device), f.to(device), irrelevant, _open_boxes(m, rules)))
+        layers.append((k, chunks))
+    return layers
+
+
 def solve(
     rules: Rules | None = None,
     device: torch.device | str = "cpu",
@@ -204,18 +227,7 @@ def solve(
     start = time.perf_counter()
     V = torch.zeros(N_MASKS, N_UPPER, 2, dtype=torch.float64, device=device)
     every_upper = torch.arange(N_UPPER, device=device).view(1, N_UPPER, 1)
-    n_out = len(rules.boxes_out_of_play)
-    cpu = torch.device("cpu")
-    layers = []  # (k, [(masks, uppers, flags, irrelevant, open boxes)] of its chunks), on ``device``
-    for k in range(len(rules.boxes) - 1, -1, -1):
-        blocks = layer_blocks(rules, n_out + k, cpu)
-        chunks = []
-        for masks, uppers, flags, irrelevant in flattened(blocks) if flat else blocks:
-            step = max(1, chunk // uppers.shape[1])  # masks per batch (at least one, however many states it has)
-            for c in range(0, len(masks), step):
-                m, u, f = masks[c : c + step], uppers[c : c + step], flags[c : c + step]
-                chunks.append((m.to(device), u.to(device), f.to(device), irrelevant, _open_boxes(m, rules)))
-        layers.append((k, chunks))
+    layers = host_layout(rules, device, chunk, flat)
     bar = None
     if progress is True:  # counted in states: the layers differ in size by orders of magnitude
         from ..progress import progress_bar
