@@ -12,6 +12,7 @@ a 95 % normal interval) the difference of every player from the first is paired 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -63,13 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch-size", type=int, default=4096)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--diffs", default=None, help="also write each match's final lead, player by player (JSON)")
     args = parser.parse_args(argv)
     rules = Rules()
-    rows, first = [], None
+    rows, first, leads = [], None, {}
     for name in args.player:
         player = resolve_player(name, rules)
         start = time.perf_counter()
         d = diffs(player, player_factory(args.opponent, rules, "cpu"), args.games, args.seed, rules, args.batch_size)
+        leads[name] = d.tolist()
         win, score = (d > 0).double(), (d > 0).double() + 0.5 * (d == 0).double()
         row = {
             "player": name,
@@ -97,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"  minus {args.player[0]}, paired: wins {p['percent']:+.2f} points [{p['low']:+.2f}, {p['high']:+.2f}]"
             )
+    if args.diffs:
+        Path(args.diffs).write_text(json.dumps({"seed": args.seed, "opponent": args.opponent, "leads": leads}))
     if args.json:
         write_json(args.json, "matches", rows, opponent=args.opponent, seed=args.seed, games=args.games)
     return 0

@@ -201,3 +201,24 @@ def test_solitaire_observations_and_more_players_are_refused():
     env = MultiPlayerYahtzeeEnv(2, opponents=LookaheadPlayer(state_value, rules), n_players=3, seed=0)
     with pytest.raises(ValueError, match="two-player matches"):
         player.act(env.reset())
+
+
+def test_the_win_value_verb_writes_into_the_folder_and_refuses_in_one_line(agent_folder, tmp_path, capsys):
+    from yahtzee_lightning.cli import main as cli_main
+
+    bare = tmp_path / "bare"
+    YahtzeeAgent(PolicyValueNet(**SMALL), training={"name": "bare"}).save_pretrained(bare)
+    with pytest.raises(SystemExit) as e:
+        cli_main(["win-value", "--agent", str(bare), "--games", "4"])
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and "carries no turn-start value" in err and "\n" not in err
+    config = tmp_path / "typo.yaml"
+    config.write_text("gmaes: 4\n")
+    with pytest.raises(SystemExit):
+        cli_main(["win-value", "--agent", str(agent_folder), "--config", str(config)])
+    assert "unknown settings ['gmaes']" in capsys.readouterr().err
+    args = ["--games", "6", "--pairings", "1", "--hidden", "4", "--layers", "1", "--epochs", "1", "--features", "lead"]
+    assert cli_main(["win-value", "--agent", str(agent_folder), *args]) == 0
+    entry = json.loads((agent_folder / "config.json").read_text())["win_value"]
+    assert entry["network"]["features"] == "lead" and entry["command"].startswith("yahtzee-lightning win-value")
+    assert resolve_player(f"winlookahead:{agent_folder}").name == "winlookahead:tiny"

@@ -18,7 +18,6 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from ..digest import nonfinite, tensors_sha256
-from ..manifest import Manifest
 from ..solver.win_value import WinValueNet
 from .files import CARD_NAME, CONFIG_NAME, WIN_VALUE_NAME, AgentFormatError, check_weights
 
@@ -83,7 +82,6 @@ def save_win_value(directory: str | Path, net: WinValueNet, info: dict) -> Path:
         else:
             card = card[:start] + win_value_section(entry) + (card[end + 1 :] if end >= 0 else "")
         card_path.write_text(card, encoding="utf-8")
-    Manifest.read(directory).add([WIN_VALUE_NAME])
     return directory
 
 

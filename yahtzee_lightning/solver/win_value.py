@@ -147,6 +147,7 @@ class WinValueNet(nn.Module):
             "rules": self.rules.to_dict(),
             "hidden": self.hidden,
             "layers": self.layers,
+            "features": self.features,
             "format_version": WIN_FORMAT,
         }
 
