@@ -81,45 +81,66 @@ def check_weights(net: torch.nn.Module, state: dict[str, torch.Tensor], path: st
         raise AgentFormatError(f"{path}: weights do not match the config ({'; '.join(parts)})")
 
 
-def load_turn_value(directory: Path, entry: Any, card: str | None) -> tuple[TurnValueNet | None, dict]:
-    """The turn-start value ``config.json``'s ``turn_value`` entry names (None where there is none),
-    checked as the weights are: the sha256 in its file, in the config and on the card must match it."""
-
+def load_side_net(
+    directory: Path, entry: Any, card: str | None, *, key: str, file: str, digest: str, cls: type, what: str
+) -> tuple[torch.nn.Module | None, dict]:
+    """A network an agent carries beside its weights (``config.json``'s ``key`` entry: ``file``, the
+    network ``cls(**network)`` builds, its ``digest``), checked as the weights are: the sha256 in its
+    file, in the config and on the card must match it. None where the config names none; ``what``
+    names it in the errors."""
     if entry is None:
         return None, {}
-    config_path, path, card_path = directory / CONFIG_NAME, directory / VALUE_NAME, directory / CARD_NAME
-    if not isinstance(entry, dict) or entry.get("file") != VALUE_NAME or not isinstance(entry.get("network"), dict):
-        raise AgentFormatError(f"{config_path}: turn_value must name the file {VALUE_NAME!r} and its network")
+    config_path, path, card_path = directory / CONFIG_NAME, directory / file, directory / CARD_NAME
+    if not isinstance(entry, dict) or entry.get("file") != file or not isinstance(entry.get("network"), dict):
+        raise AgentFormatError(f"{config_path}: {key} must name the file {file!r} and its network")
     if not path.is_file():
-        raise AgentFormatError(f"{directory}: missing {VALUE_NAME} (config.json names a turn-start value)")
+        raise AgentFormatError(f"{directory}: missing {file} (config.json names a {what})")
     try:
-        value = TurnValueNet(**entry["network"])
+        net = cls(**entry["network"])
     except (TypeError, ValueError) as e:
-        raise AgentFormatError(f"{config_path}: turn_value network does not build a TurnValueNet ({e})") from e
+        raise AgentFormatError(f"{config_path}: {key} network does not build a {cls.__name__} ({e})") from e
     try:
         with safe_open(str(path), framework="pt") as f:
-            saved = (f.metadata() or {}).get(VALUE_DIGEST)
+            saved = (f.metadata() or {}).get(digest)
             state = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open is no dict)
     except (SafetensorError, OSError) as e:
         raise AgentFormatError(f"{path}: corrupt safetensors file ({e})") from e
-    check_weights(value, state, path)
+    check_weights(net, state, path)
     actual = tensors_sha256(state)
-    on_card = re.search(rf"{VALUE_DIGEST}: `([0-9a-f]+)`", card or "")
-    for where, digest in ((path, saved), (config_path, entry.get(VALUE_DIGEST)), (card_path, on_card and on_card[1])):
-        if digest is None and where != card_path:
-            raise AgentFormatError(f"{where}: the turn-start value carries no {VALUE_DIGEST}")
-        if digest and digest != actual:
-            raise AgentFormatError(f"{where}: its {VALUE_DIGEST} does not match {VALUE_NAME} (one is damaged)")
+    on_card = re.search(rf"{digest}: `([0-9a-f]+)`", card or "")
+    for where, found in ((path, saved), (config_path, entry.get(digest)), (card_path, on_card and on_card[1])):
+        if found is None and where != card_path:
+            raise AgentFormatError(f"{where}: the {what} carries no {digest}")
+        if found and found != actual:
+            raise AgentFormatError(f"{where}: its {digest} does not match {file} (one is damaged)")
     if bad := nonfinite(state):
-        raise AgentFormatError(f"{path}: turn-start value not finite (NaN or inf) in {bad[:5]}; refusing it")
-    value.load_state_dict(state)
-    info = {k: v for k, v in entry.items() if k not in ("file", "network", VALUE_DIGEST)}
-    return value.eval(), info
+        raise AgentFormatError(f"{path}: {what} not finite (NaN or inf) in {bad[:5]}; refusing it")
+    net.load_state_dict(state)
+    return net.eval(), {k: v for k, v in entry.items() if k not in ("file", "network", digest)}
+
+
+def save_side_net_file(net: torch.nn.Module, directory: Path, file: str, digest: str, what: str) -> None:
+    """Write ``net`` as ``file`` in ``directory``, its sha256 (``digest``) in the metadata."""
+    state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
+    if bad := nonfinite(state):
+        raise AgentFormatError(f"{directory}: {what} not finite (NaN or inf) in {bad[:5]}; not saved")
+    save_file(state, str(directory / file), metadata={"format": "pt", digest: tensors_sha256(state)})
+
+
+def load_turn_value(directory: Path, entry: Any, card: str | None) -> tuple[TurnValueNet | None, dict]:
+    """The turn-start value ``config.json``'s ``turn_value`` entry names (None where there is none)."""
+    return load_side_net(
+        directory,
+        entry,
+        card,
+        key="turn_value",
+        file=VALUE_NAME,
+        digest=VALUE_DIGEST,
+        cls=TurnValueNet,
+        what="turn-start value",
+    )
 
 
 def save_turn_value_file(value: TurnValueNet, directory: Path) -> None:
     """Write ``value`` as ``VALUE_NAME`` in ``directory``, its sha256 in the metadata."""
-    state = {k: v.detach().cpu().contiguous() for k, v in value.state_dict().items()}
-    if bad := nonfinite(state):
-        raise AgentFormatError(f"{directory}: turn-start value not finite (NaN or inf) in {bad[:5]}; not saved")
-    save_file(state, str(directory / VALUE_NAME), metadata={"format": "pt", VALUE_DIGEST: tensors_sha256(state)})
+    save_side_net_file(value, directory, VALUE_NAME, VALUE_DIGEST, "turn-start value")

@@ -10,16 +10,12 @@ the card: each must match the tensors, or the folder is refused.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
-from safetensors import SafetensorError, safe_open
-from safetensors.torch import save_file
-
-from ..digest import nonfinite, tensors_sha256
+from ..digest import tensors_sha256
 from ..solver.win_value import WinValueNet
-from .files import CARD_NAME, CONFIG_NAME, WIN_VALUE_NAME, AgentFormatError, check_weights
+from .files import CARD_NAME, CONFIG_NAME, WIN_VALUE_NAME, AgentFormatError, load_side_net, save_side_net_file
 
 #: The win value's sha256: in its safetensors metadata, config.json and the card.
 WIN_DIGEST = "win_value_sha256"
@@ -33,10 +29,7 @@ def win_value_entry(net: WinValueNet, info: dict) -> dict[str, Any]:
 
 def save_win_value_file(net: WinValueNet, directory: Path) -> None:
     """Write ``net`` as ``WIN_VALUE_NAME`` in ``directory``, its sha256 in the metadata."""
-    state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
-    if bad := nonfinite(state):
-        raise AgentFormatError(f"{directory}: win value not finite (NaN or inf) in {bad[:5]}; not saved")
-    save_file(state, str(directory / WIN_VALUE_NAME), metadata={"format": "pt", WIN_DIGEST: tensors_sha256(state)})
+    save_side_net_file(net, directory, WIN_VALUE_NAME, WIN_DIGEST, "win value")
 
 
 def win_value_section(entry: dict) -> str:
@@ -88,33 +81,13 @@ def save_win_value(directory: str | Path, net: WinValueNet, info: dict) -> Path:
 def load_win_value(directory: Path, entry: Any, card: str | None) -> tuple[WinValueNet | None, dict]:
     """The win value ``config.json``'s ``win_value`` entry names (None where there is none), checked:
     the sha256 in its file and in the config (and on the card, where it is) must match it."""
-    if entry is None:
-        return None, {}
-    config_path, path = directory / CONFIG_NAME, directory / WIN_VALUE_NAME
-    if not isinstance(entry, dict) or entry.get("file") != WIN_VALUE_NAME or not isinstance(entry.get("network"), dict):
-        raise AgentFormatError(f"{config_path}: win_value must name the file {WIN_VALUE_NAME!r} and its network")
-    if not path.is_file():
-        raise AgentFormatError(f"{directory}: missing {WIN_VALUE_NAME} (config.json names a win value)")
-    try:
-        net = WinValueNet(**entry["network"])
-    except (TypeError, ValueError) as e:
-        raise AgentFormatError(f"{config_path}: win_value network does not build a WinValueNet ({e})") from e
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            saved = (f.metadata() or {}).get(WIN_DIGEST)
-            state = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open is no dict)
-    except (SafetensorError, OSError) as e:
-        raise AgentFormatError(f"{path}: corrupt safetensors file ({e})") from e
-    check_weights(net, state, path)
-    actual = tensors_sha256(state)
-    on_card = re.search(rf"{WIN_DIGEST}: `([0-9a-f]+)`", card or "")
-    card_path = directory / CARD_NAME
-    for where, digest in ((path, saved), (config_path, entry.get(WIN_DIGEST)), (card_path, on_card and on_card[1])):
-        if digest is None and where != card_path:
-            raise AgentFormatError(f"{where}: the win value carries no {WIN_DIGEST}")
-        if digest and digest != actual:
-            raise AgentFormatError(f"{where}: its {WIN_DIGEST} does not match {WIN_VALUE_NAME} (one is damaged)")
-    if bad := nonfinite(state):
-        raise AgentFormatError(f"{path}: win value not finite (NaN or inf) in {bad[:5]}; refusing it")
-    net.load_state_dict(state)
-    return net.eval(), {k: v for k, v in entry.items() if k not in ("file", "network", WIN_DIGEST)}
+    return load_side_net(
+        directory,
+        entry,
+        card,
+        key="win_value",
+        file=WIN_VALUE_NAME,
+        digest=WIN_DIGEST,
+        cls=WinValueNet,
+        what="win value",
+    )

@@ -45,6 +45,17 @@ def state_features(masks: torch.Tensor, uppers: torch.Tensor, flags: torch.Tenso
 N_FEATURES = N_BOXES + UPPER_BONUS_THRESHOLD + 3
 
 
+def silu_mlp(width: int, hidden: int, layers: int) -> nn.Sequential:
+    """``layers`` hidden SiLU layers of ``hidden`` units over ``width`` inputs, then one output: the
+    shape of the values an agent carries beside its policy (turn-start value, win value)."""
+    parts: list[nn.Module] = []
+    for _ in range(layers):
+        parts += [nn.Linear(width, hidden), nn.SiLU()]
+        width = hidden
+    parts.append(nn.Linear(width, 1))
+    return nn.Sequential(*parts)
+
+
 class TurnValueNet(nn.Module):
     """``V(mask, upper, flag)``: an MLP over :func:`state_features`, in points.
 
@@ -60,13 +71,7 @@ class TurnValueNet(nn.Module):
             raise ValueError(f"hidden and layers must be >= 1, got hidden={hidden}, layers={layers}")
         self.rules = Rules.from_dict(rules)
         self.hidden, self.layers = hidden, layers
-        parts: list[nn.Module] = []
-        width = N_FEATURES
-        for _ in range(layers):
-            parts += [nn.Linear(width, hidden), nn.SiLU()]
-            width = hidden
-        parts.append(nn.Linear(width, 1))
-        self.mlp = nn.Sequential(*parts)
+        self.mlp = silu_mlp(N_FEATURES, hidden, layers)
 
     @property
     def config(self) -> dict[str, Any]:

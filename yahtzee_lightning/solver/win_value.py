@@ -25,7 +25,7 @@ from ..game import Rules, tables
 from ..game.rules import UPPER_BONUS_THRESHOLD, YAHTZEE_BOX
 from .oracle import keep_tables
 from .turn import box_values, kept_dag
-from .value import N_FEATURES, SCALE, state_features
+from .value import N_FEATURES, SCALE, silu_mlp, state_features
 
 #: Version of the win value's inputs and layout; a saved value of another version is refused.
 WIN_FORMAT = 1
@@ -133,13 +133,7 @@ class WinValueNet(nn.Module):
             raise ValueError(f"win value features must be one of {FEATURES}, got {features!r}")
         self.rules = Rules.from_dict(rules)
         self.hidden, self.layers, self.features = hidden, layers, features
-        parts: list[nn.Module] = []
-        width = n_features(features)
-        for _ in range(layers):
-            parts += [nn.Linear(width, hidden), nn.SiLU()]
-            width = hidden
-        parts.append(nn.Linear(width, 1))
-        self.mlp = nn.Sequential(*parts)
+        self.mlp = silu_mlp(n_features(features), hidden, layers)
 
     @property
     def config(self) -> dict[str, Any]:
