@@ -145,6 +145,40 @@ def test_a_session_records_its_commit_and_the_report_names_runs_from_before_a_ch
     assert f"Trained before `{change[:7]}`" in lines[1] and "1 of 2 sessions (2026-11-25 07:15:31 UTC" in lines[1]
 
 
+def test_a_session_keeps_the_code_it_started_with_and_names_a_change_and_a_dirty_tree(tmp_path, monkeypatch, capsys):
+    """A session's line keeps the commit it started with; a checkout changed under it (a commit
+    while trials were still to start) is recorded beside it; a tree with uncommitted changes is
+    named on stderr when the session starts, not only in the file."""
+    import time
+
+    from yahtzee_lightning.study import records
+
+    states = iter(
+        [
+            {"commit": "a" * 40, "clean": True},  # session 1 starts clean ...
+            {"commit": "a" * 40, "clean": True},  # ... and ends on the same code
+            {"commit": "b" * 40, "clean": False},  # session 2 starts with edits ...
+            {"commit": "c" * 40, "clean": True},  # ... and ends after a commit
+        ]
+    )
+    monkeypatch.setattr(records, "source_state", lambda: next(states))
+    for session, started in enumerate((time.time() - 100, time.time())):
+        records.log_session(tmp_path, f"study run {session}", started, 2, None, end=False)
+        err = capsys.readouterr().err
+        assert ("uncommitted changes" in err) == (session == 1) and ("b" * 10 in err) == (session == 1)
+        records.log_session(tmp_path, f"study run {session}", started, 2, None, end=True)
+    first, second = records.read_lines(tmp_path / records.SESSIONS)
+    assert (first["commit"], first["clean"], "source_at_end" in first) == ("a" * 40, True, False)
+    assert (second["commit"], second["clean"]) == ("b" * 40, False)
+    assert second["source_at_end"] == {"commit": "c" * 40, "clean": True}
+    assert second["wall_clock_s"] is not None
+    from yahtzee_lightning.study.provenance import provenance_lines
+
+    lines = provenance_lines([first, second])
+    assert sum("checkout changed while a session ran" in x for x in lines) == 1
+    assert f"{second['started']}, to `{'c' * 10}`" in " ".join(lines)
+
+
 def test_a_spread_needs_three_seeds_a_side():
     from yahtzee_lightning.study.stats import spread
 

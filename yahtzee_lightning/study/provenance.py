@@ -34,6 +34,13 @@ def provenance_lines(runs: list[dict]) -> list[str]:
         )
         + "."
     ]
+    moved = [r for r in runs if isinstance(r.get("source_at_end"), dict)]
+    if moved:
+        lines.append(
+            "The checkout changed while a session ran (trials that started later imported the new code): "
+            + "; ".join(f"{r['started']}, to `{str(r['source_at_end'].get('commit'))[:10]}`" for r in moved)
+            + "."
+        )
     for change, what in RESULT_CHANGES.items():
         when = git("show", "-s", "--format=%ct", change)
         before = []

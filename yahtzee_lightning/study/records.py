@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -115,17 +116,33 @@ def source_state() -> dict[str, Any]:
 
 def log_session(out: Path, command: str | None, started: float, cpus: int, address: str | None, end: bool) -> None:
     """This session's line in ``OUT/sessions.jsonl``: written when it starts (a killed session keeps
-    a line without a wall clock) and completed when it ends, also on an error."""
+    a line without a wall clock) and completed when it ends, also on an error.
+
+    The line keeps the code the session started with (its commit, whether the tree was clean); a
+    checkout whose state changed while the session ran (a commit, an edit: trials that start later
+    import the new code) adds ``source_at_end``. A session that starts from a tree with uncommitted
+    changes says so on stderr at once: no commit names what its trials train with."""
     record = {
         "command": command,
         "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started)),
         "wall_clock_s": round(time.time() - started, 1) if end else None,
         "machine": describe_machine() if address is None else f"Ray cluster at {address}",
         "cpus": cpus,
-        **source_state(),
     }
+    state = source_state()
     path = out / SESSIONS
     lines = read_lines(path)  # a damaged or edited line is named and left out
     if end and lines and lines[-1].get("started") == record["started"]:
-        lines.pop()  # this session's opening line
+        opening = lines.pop()  # this session's opening line: the code it started with
+        first = {"commit": opening.get("commit"), "clean": opening.get("clean")}
+        record |= first | ({"source_at_end": state} if state != first else {})
+    else:
+        record |= state
+        if not end and state["clean"] is False:
+            print(
+                f"warning: {CHECKOUT} has uncommitted changes: this session's trials train with them, and "
+                f"its line in {SESSIONS} records commit {str(state['commit'])[:10]}, not clean (to train "
+                "from a fixed commit: docs/study.md, 'Train from a fixed commit')",
+                file=sys.stderr,
+            )
     path.write_text("".join(digested_text(line) + "\n" for line in [*lines, record]))
