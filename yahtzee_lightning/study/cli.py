@@ -111,6 +111,7 @@ def describe(study) -> str:
     lines = [f"study {study.name} (profile {study.profile}): {len(study.cells)} cells"]
     for ab in study.ablations.values():
         sched = f", scheduler {ab.scheduler['name']}" if ab.scheduler else ""
+        sched += f", each seed starting from its agent of cell {ab.start_from}" if ab.start_from else ""
         lines.append(f"  {ab.name}: {len(ab.cells)} cells x seeds {ab.seeds}{sched}")
         for cell_id, labels in ab.cells:
             c = study.cells[cell_id]

@@ -20,7 +20,6 @@ from ..game.rules import UPPER_BONUS
 from .records import digested_text, read_record
 from .results import load_plan, load_table, optimal_summary
 from .results import reference_columns as reference_columns_of
-from .runner import POOL
 from .spec import Cell, Study, StudyError
 from .stats import Interval, interval, method_text
 
@@ -71,7 +70,7 @@ class Context:
 
     def series(self, ablation: str) -> list[Series]:
         ab = self.study.ablations[ablation]
-        experiment = ablation if ab.scheduler else POOL
+        experiment = ab.experiment
         t = self.table
         recipes = [recipe(self.study.cells[cell_id]) for cell_id, _ in ab.cells]
         names = legends(ab.axes, [self.label(cell_id, labels) for cell_id, labels in ab.cells], recipes)

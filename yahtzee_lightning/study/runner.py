@@ -24,15 +24,14 @@ from ray import tune
 
 from ..manifest import META, Manifest
 from ..progress import line_interval
+from .chain import source_of
 from .cluster import CLUSTER_RETRIES, check_address, check_nodes, trial_resources
 from .ownership import REPORT, beat, owned, study_session
 from .packing import ensemble_of, pack_trials
 from .records import digested_text, log_session, read_final
 from .results import PLAN, Trial, read_plan, write_table
 from .schedulers import scheduler
-from .spec import Cell, Study, StudyError
-
-POOL = "cells"  # the experiment of the ablations without a scheduler
+from .spec import POOL, Cell, Study, StudyError
 
 
 def seeds_per_trial(study: Study, cell: Cell, seeds: list[int], scheduled: bool = False) -> list[list[int]]:
@@ -44,10 +43,12 @@ def seeds_per_trial(study: Study, cell: Cell, seeds: list[int], scheduled: bool 
     :func:`.trial.trial_config` sets ``ensemble`` to a list of per-member overrides
     (``[{"seed": 0}, {"seed": 1}]``); :func:`.trial.final_record` reads ``final_evaluation`` as a
     list by member index; :mod:`.results` gives a history line to the member its ``member`` key
-    names (member 0 without one). ``seeds_as: runs``, and a scheduler (it compares, stops and copies
-    trials), keep one trial per seed regardless.
+    names (member 0 without one). ``seeds_as: runs``, a scheduler (it compares, stops and copies
+    trials) and a chained cell (each seed starts from its own agent: :mod:`.chain`) keep one trial
+    per seed regardless.
     """
-    if scheduled or study.seeds_as == "runs" or (study.seeds_as == "auto" and not cell.accepts_ensemble):
+    alone = scheduled or cell.start_from or study.seeds_as == "runs"
+    if alone or (study.seeds_as == "auto" and not cell.accepts_ensemble):
         return [[s] for s in seeds]
     n = study.members_per_trial or len(seeds)  # a study's limit: its packs spread over the cores
     return [list(seeds[i : i + n]) for i in range(0, len(seeds), n)]
@@ -58,7 +59,7 @@ def plan_trials(study: Study) -> list[Trial]:
     ensemble packed into one run (:mod:`.packing`)."""
     trials: dict[tuple[str, str, tuple[int, ...]], Trial] = {}
     for ab in study.ablations.values():
-        experiment = ab.name if ab.scheduler else POOL
+        experiment = ab.experiment
         for cell_id, _ in ab.cells:
             for seeds in seeds_per_trial(study, study.cells[cell_id], ab.seeds, scheduled=bool(ab.scheduler)):
                 folder = "runs" if experiment == POOL else f"runs/{experiment}"
@@ -280,6 +281,8 @@ def _payloads(trials: list[Trial], study: Study, out: Path) -> dict[str, dict[st
             "run_dir": str(out / t.run_dir),
             "gpus": study.gpus_per_trial,
         }
+        if source := study.cells[t.cell].start_from:  # a chained cell: the seed's agent it starts from
+            payloads[t.name]["start_from"] = source_of(plan_trials(study), source, t.seeds[0], out)
     for name, pack in packs.items():
         members = ensemble_of(pack)
         first = next(t for t in pack if 0 in (t.members or []))
@@ -335,6 +338,7 @@ def _run_study(
     # An experiment whose every trial has an intact final.json has nothing to train: no Ray for it
     # (a finished study run again, or one copied from another machine, only writes its table).
     todo = [e for e in dict.fromkeys(t.experiment for t in trials) if _unfinished(out, trials, e)]
+    todo.sort(key=lambda e: e in {ab.name for ab in study.ablations.values() if ab.start_from})  # chains last
     if not todo:
         print(f"study {study.name}: every run is finished; nothing to train", file=sys.stderr)
         return _summarize(out)
@@ -387,7 +391,7 @@ def _trial_labels(study: Study) -> dict[str, str]:
             labels[trial.pack] = f"(packed: {cells} cells as one ensemble)"
             continue
         for ab in study.ablations.values():
-            if (ab.name if ab.scheduler else POOL) != trial.experiment:
+            if ab.experiment != trial.experiment:
                 continue
             for cell_id, cell_labels in ab.cells:
                 if cell_id == trial.cell:

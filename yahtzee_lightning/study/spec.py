@@ -7,7 +7,8 @@ varies its ``axes`` (the product of their values) around the base. An axis is an
 labelled sets of keys set together (``entropy: {low: {model.init_args.beta_roll_max: 0.005, ...}}``).
 The layers apply in this order: base, ``set``, the ablation's ``set``, the profile's ``set``, the
 axis values; a profile's ``base`` replaces the study's (not an ablation's own), and its ``axes``
-replace those axes' values (a small budget, small networks). An ablation without axes is one cell.
+replace those axes' values (a small budget, small networks). An ablation without axes is one cell;
+one with ``start_from`` trains from another cell's agents, seed by seed (:mod:`.chain`).
 
 Every axis value and every cell is parsed by the same parser as ``fit`` (LightningCLI), so an
 unknown key or a value of the wrong type ends the command in one line naming the file and key.
@@ -25,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from .chain import ID_KEY, resolve_start
 from .fit_config import accepts_ensemble, cell_id, compose, parse_fit_config
 from .hypothesis_file import Hypothesis, parse_hypotheses
 
@@ -42,22 +44,10 @@ EXHIBIT_IDS = (
 )
 SCHEDULERS = ("asha", "pbt")
 SEEDS_AS = ("auto", "runs", "members")
-TOP_KEYS = {
-    "name",
-    "description",
-    "base",
-    "seeds",
-    "set",
-    "profiles",
-    "ablations",
-    "exhibits",
-    "seeds_as",
-    "gpus_per_trial",
-    "pack",
-    "hypotheses",
-    "members_per_trial",
-}
-ABLATION_KEYS = {"base", "set", "seeds", "axes", "scheduler"}
+TOP_KEYS = {"name", "description", "base", "seeds", "set", "profiles", "ablations", "exhibits", "seeds_as"}
+TOP_KEYS |= {"gpus_per_trial", "pack", "hypotheses", "members_per_trial"}
+POOL = "cells"  # the experiment of the ablations that are neither scheduled nor chained
+ABLATION_KEYS = {"base", "set", "seeds", "axes", "scheduler", "start_from"}
 PROFILE_KEYS = {"base", "set", "seeds", "axes", "gpus_per_trial", "members_per_trial"}
 SCHEDULER_KEYS = {"name", "metric", "mode", "grace_period", "reduction_factor", "perturbation_interval", "mutations"}
 
@@ -81,6 +71,7 @@ class Cell:
     final_eval_games: int = 0
     accepts_ensemble: bool = False
     gae_lambda: float | None = None  # the advantage's lambda (None: the algorithm has none), for legends
+    start_from: str | None = None  # the cell whose agents this one's start from (chain.py), seed by seed
 
 
 @dataclass
@@ -92,6 +83,12 @@ class Ablation:
     cells: list[tuple[str, dict[str, str]]]
     seeds: list[int]
     scheduler: dict[str, Any] | None = None
+    start_from: str | None = None  # the cell its agents start from (chain.py)
+
+    @property
+    def experiment(self) -> str:
+        """The Ray experiment its trials run in: the shared pool, or its own (scheduled or chained)."""
+        return self.name if self.scheduler or self.start_from else POOL
 
 
 @dataclass
@@ -289,6 +286,11 @@ def load_study(path: str | Path, profile: str | None = None, gpus_per_trial: flo
                 vbase, vsets = _split_config(reader, base, sets, f"{key}.axes.{axis}")
                 reader.check(vbase, {**fixed, **vsets}, f"{key}.axes.{axis}.{label}" if axis != label else axis)
         scheduler = _scheduler(reader, ab_raw.get("scheduler"), f"{key}.scheduler", base, fixed)
+        source = None
+        if "start_from" in ab_raw:
+            if scheduler:
+                reader.fail(f"{key}.start_from", "a scheduled ablation cannot start from another's agents")
+            source = resolve_start(ab_raw["start_from"], f"{key}.start_from", study.ablations, ab_seeds, reader.fail)
         cells = []
         for combo in itertools.product(*axes.values()):
             sets: dict[str, Any] = {}
@@ -298,13 +300,13 @@ def load_study(path: str | Path, profile: str | None = None, gpus_per_trial: flo
             overrides = {**fixed, **overrides}
             labels = dict(zip(axes, (label for label, _ in combo), strict=True))
             text = cbase.read_text()
-            cid = cell_id(text, overrides)
+            cid = cell_id(text, overrides | ({ID_KEY: source} if source else {}))
             if cid not in study.cells:
                 where = f"{key}.axes (cell {', '.join(f'{a}={v}' for a, v in labels.items())})"
                 parsed[cid] = reader.check(cbase, overrides, where)
-                study.cells[cid] = _cell(cid, cbase, overrides, parsed[cid])
+                study.cells[cid] = _cell(cid, cbase, overrides, parsed[cid], source)
             cells.append((cid, labels))
-        study.ablations[name] = Ablation(name, list(axes), cells, ab_seeds, scheduler)
+        study.ablations[name] = Ablation(name, list(axes), cells, ab_seeds, scheduler, source)
     study.exhibits = _exhibits(reader, raw.get("exhibits"), study)
     study.hypotheses = parse_hypotheses(reader.mapping(raw.get("hypotheses"), "hypotheses"), study.ablations, reader)
     return study
@@ -318,7 +320,7 @@ def _split_config(reader: _Reader, base: Path, sets: dict[str, Any], key: str) -
     return base, sets
 
 
-def _cell(cid: str, base: Path, overrides: dict[str, Any], config: Any) -> Cell:
+def _cell(cid: str, base: Path, overrides: dict[str, Any], config: Any, start_from: str | None = None) -> Cell:
     args = config.model.init_args
     class_path = config.model.class_path
 
@@ -337,6 +339,7 @@ def _cell(cid: str, base: Path, overrides: dict[str, Any], config: Any) -> Cell:
         final_eval_games=int(get("final_eval_games")),
         accepts_ensemble=accepts_ensemble(class_path),
         gae_lambda=None if get("gae_lambda", None) is None else float(get("gae_lambda")),
+        start_from=start_from,
     )
 
 

@@ -29,6 +29,7 @@ from lightning.pytorch.loggers import Logger
 from ..algorithms.checkpoint import is_run_checkpoint
 from ..algorithms.resume import checkpoint_digest, load_checked
 from ..manifest import Manifest
+from .chain import start_weights
 from .cluster import on_gpu, where
 from .fit_config import compose
 from .records import digested_text, final_text, read_final
@@ -290,6 +291,13 @@ def last_line(path: Path) -> str:
     return lines[-1] if lines else "no output"
 
 
+def _failed(run_dir: Path, message: str) -> None:
+    """Write why the trial failed (its first line) to ``error.txt``, the study's record of it."""
+    first = message.strip().splitlines()[0] if message.strip() else ""
+    write_atomically(run_dir / ERROR, first + "\n")
+    Manifest.read(run_dir).add([ERROR])
+
+
 def run_trial(config: dict[str, Any], trials: dict[str, dict[str, Any]] | None = None) -> None:
     """Ray Tune's trainable: one (cell, seed) of a study, as an ordinary ``fit`` in its run folder.
 
@@ -315,6 +323,12 @@ def run_trial(config: dict[str, Any], trials: dict[str, dict[str, Any]] | None =
     (run_dir / ERROR).unlink(missing_ok=True)
     config_path = run_dir / "config.yaml"
     config = trial_config(cell, seeds, run_dir, settings, trial.get("members"), gpus=trial.get("gpus", 0))
+    if trial.get("start_from"):  # a chained cell (chain.py): from its source's agent of this seed
+        try:
+            config["model"]["init_args"]["init_from"] = str(start_weights(run_dir, trial["start_from"]))
+        except Exception as e:
+            _failed(run_dir, f"{type(e).__name__}: {e}")
+            raise
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     Manifest.read(run_dir).add([config_path.name])
     ckpt = resume_point(run_dir, tune.get_checkpoint(), settings)
@@ -327,14 +341,10 @@ def run_trial(config: dict[str, Any], trials: dict[str, dict[str, Any]] | None =
                 raise
             log.flush()
             message = last_line(run_dir / LOG)  # the CLI's one-line usage error (a setting the module refused)
-            write_atomically(run_dir / ERROR, message + "\n")
-            Manifest.read(run_dir).add([ERROR])
+            _failed(run_dir, message)
             raise RuntimeError(message) from None
         except Exception as e:
-            write_atomically(
-                run_dir / ERROR, f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e) else ''}\n"
-            )
-            Manifest.read(run_dir).add([ERROR])
+            _failed(run_dir, f"{type(e).__name__}: {e}")
             raise
     record = final_record(cli.model, cell.id, seeds[0], settings) | where()  # the node it finished on
     write_atomically(run_dir / FINAL, final_text(record))

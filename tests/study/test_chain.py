@@ -1,0 +1,121 @@
+"""Chained cells (transfer): an ablation whose agents start, seed by seed, from another cell's trained
+agents; planned after their sources, one seed a trial; bad ``start_from`` refused in one line."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from safetensors.torch import load_file
+
+from yahtzee_lightning.hub.cli import agent_from_checkpoint
+from yahtzee_lightning.study.chain import start_weights
+from yahtzee_lightning.study.results import load_plan, load_table
+from yahtzee_lightning.study.runner import plan_trials
+from yahtzee_lightning.study.spec import StudyError, load_study
+
+ROOT = Path(__file__).resolve().parents[2]
+CONF = ROOT / "conf"
+TINY = {
+    "model.init_args.d_h": 8,
+    "model.init_args.head_hidden": 8,
+    "model.init_args.n_layers": 1,
+    "model.init_args.total_games": 32,
+    "model.init_args.games_per_batch": 16,
+    "model.init_args.evaluations": 1,
+    "model.init_args.eval_games": 8,
+    "model.init_args.final_eval_games": 16,
+    "model.init_args.diagnose_games": 0,
+}
+
+
+def _write(tmp_path: Path, transfer: dict, name: str = "chain") -> Path:
+    study = {
+        "name": "chain",
+        "seeds": [0, 1],
+        "profiles": {"smoke": {"set": TINY}},
+        "ablations": {
+            "single_turn": {"base": f"{CONF}/single_turn.yaml", "axes": {"model.init_args.lr": [0.001, 0.003]}},
+            "transfer": {"base": f"{CONF}/reinforce_cpu.yaml", **transfer},
+        },
+        "exhibits": {"T1": "all"},
+    }
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(study))
+    return path
+
+
+@pytest.fixture
+def chained(tmp_path):
+    return _write(tmp_path, {"start_from": {"ablation": "single_turn", "cell": {"lr": 0.003}}})
+
+
+def test_a_chained_cell_trains_a_trial_per_seed_after_its_source(chained):
+    study = load_study(chained)
+    ab = study.ablations["transfer"]
+    source = next(
+        cid for cid, labels in study.ablations["single_turn"].cells if labels["model.init_args.lr"] == "0.003"
+    )
+    assert ab.start_from == source and study.cells[ab.cells[0][0]].start_from == source
+    trials = plan_trials(study)
+    chain = [t for t in trials if t.experiment == "transfer"]
+    assert [t.seeds for t in chain] == [[0], [1]]  # each seed from its own agent: never an ensemble
+    assert all(t.experiment == "cells" for t in trials if t not in chain)
+    # The same settings from a random start are another cell.
+    scratch = load_study(_write(chained.parent, {}, "scratch"))
+    assert ab.cells[0][0] not in scratch.cells
+
+
+@pytest.mark.parametrize(
+    ("start_from", "key", "problem"),
+    [
+        ({"ablation": "nowhere"}, "transfer.start_from.ablation", "no ablation 'nowhere' above"),
+        ({"ablation": "single_turn"}, "transfer.start_from.cell", "names 2 of"),
+        ({"ablation": "single_turn", "cell": {"lr": 0.5}}, "transfer.start_from.cell", "names 0 of"),
+        ({"ablation": "single_turn", "cell": {"beta": 1}}, "transfer.start_from.cell.beta", "has no axis 'beta'"),
+        ("single_turn", "transfer.start_from", "must be a mapping"),
+    ],
+)
+def test_a_bad_start_from_fails_in_one_line_naming_the_key(tmp_path, start_from, key, problem):
+    with pytest.raises(StudyError) as e:
+        load_study(_write(tmp_path, {"start_from": start_from}))
+    message = str(e.value)
+    assert "\n" not in message and key in message and problem in message
+
+
+def test_a_chain_needs_its_seeds_trained_by_its_source(tmp_path):
+    path = _write(tmp_path, {"start_from": {"ablation": "single_turn", "cell": {"lr": 0.001}}, "seeds": [0, 7]})
+    with pytest.raises(StudyError, match=r"seeds \[7\] are not trained in 'single_turn'"):
+        load_study(path)
+
+
+def test_a_chain_whose_source_has_not_finished_is_refused(tmp_path):
+    with pytest.raises(RuntimeError, match="has not finished"):
+        start_weights(tmp_path / "run", {"run_dir": str(tmp_path / "source"), "member": 0})
+    assert not (tmp_path / "run" / "start").exists()
+
+
+def test_each_chained_run_starts_from_its_own_seeds_source_agent(chained, tmp_path, default_table):
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "yahtzee_lightning.cli", "study", "run", str(chained), "--out", str(out)]
+    done = subprocess.run([*command, "--cpus", "1"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    study, trials = load_plan(out)
+    source = study.ablations["transfer"].start_from
+    table = load_table(out)
+    finals = table[(table["stage"] == "final") & (table["cell"] == study.ablations["transfer"].cells[0][0])]
+    assert sorted(finals["seed"]) == [0, 1] and set(finals["status"]) == {"done"}
+    starts = []
+    for seed in (0, 1):
+        run = next(t for t in trials if t.experiment == "transfer" and t.seeds == [seed])
+        config = yaml.safe_load((out / run.run_dir / "config.yaml").read_text())
+        assert config["model"]["init_args"]["init_from"] == str(out / run.run_dir / "start")
+        origin = next(t for t in trials if t.cell == source and seed in t.seeds)  # a pack of both lrs' seeds
+        member = origin.members[origin.seeds.index(seed)]
+        expected = agent_from_checkpoint(out / origin.run_dir / "checkpoints" / "last.ckpt", str(member)).net
+        started = load_file(out / run.run_dir / "start" / "model.safetensors")
+        assert all(torch.equal(started[k], v) for k, v in expected.state_dict().items())
+        starts.append(started)
+    assert not all(torch.equal(starts[0][k], starts[1][k]) for k in starts[0])  # each seed its own source

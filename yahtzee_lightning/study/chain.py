@@ -1,0 +1,93 @@
+"""Chained cells: an ablation whose agents start from another cell's trained agents (transfer, fine-tuning).
+
+An ablation with ``start_from`` trains each seed of its cells from the final weights of the same
+seed in one cell of an ablation above it in the study file::
+
+    transfer:
+      base: conf/reinforce_cpu.yaml
+      start_from: {ablation: single_turn, cell: {lr: 0.001}}   # that ablation's cell, by its labels
+
+A cell is picked by its label on each of the source ablation's axes (an axis named by its full key or
+its last part; an ablation of one cell needs no ``cell``). What it learned transfers as ``init_from``
+does: the network's weights, features the source lacks starting at zero weight.
+
+Chained trials are an experiment of their own, run after every other (their sources must be done),
+one seed a trial (each seed starts from its own source, which an ensemble's one ``init_from`` could
+not give). Before training, a trial exports its source's member as an agent folder in its run folder
+(``start/``), and starts from that: what a run started from stays beside what it learned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .results import Trial
+    from .spec import Ablation
+
+START = "start"  # a chained run folder's copy of the agent it started from
+#: The key that makes a chained cell's id differ from the same settings trained from scratch.
+ID_KEY = "(start_from)"
+
+
+def resolve_start(
+    raw: Any, key: str, ablations: dict[str, Ablation], seeds: list[int], fail: Callable[[str, str], None]
+) -> str:
+    """The id of the cell that ``start_from`` (as written at ``key``) names; ``fail(key, problem)`` otherwise."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("ablation"), str) or set(raw) - {"ablation", "cell"}:
+        fail(key, f"must be a mapping {{ablation: NAME, cell: {{AXIS: VALUE}}}}, got {raw!r}")
+    name, wanted = raw["ablation"], raw.get("cell") or {}
+    source = ablations.get(name)
+    if source is None:
+        fail(f"{key}.ablation", f"no ablation {name!r} above this one (it must come earlier in the file)")
+    if source.scheduler or source.start_from:
+        fail(f"{key}.ablation", f"{name!r} is scheduled or chained itself; a chain starts from plain cells")
+    if not isinstance(wanted, dict):
+        fail(f"{key}.cell", f"must map the axes of {name!r} to a value each, got {wanted!r}")
+    axes = {axis: axis for axis in source.axes} | {axis.rpartition(".")[2]: axis for axis in source.axes}
+    if unknown := [a for a in wanted if a not in axes]:
+        fail(f"{key}.cell.{unknown[0]}", f"{name!r} has no axis {unknown[0]!r}; its axes: {', '.join(source.axes)}")
+    picked = [cid for cid, labels in source.cells if all(labels[axes[a]] == _text(v) for a, v in wanted.items())]
+    if len(picked) != 1:
+        choices = "; ".join(", ".join(f"{a}={v}" for a, v in labels.items()) for _, labels in source.cells)
+        fail(f"{key}.cell", f"names {len(picked)} of {name!r}'s cells, not one; its cells: {choices}")
+    if missing := sorted(set(seeds) - set(source.seeds)):
+        fail(key, f"seeds {missing} are not trained in {name!r} (its seeds: {source.seeds})")
+    return picked[0]
+
+
+def _text(value: Any) -> str:
+    from .spec import _label
+
+    return _label(value)
+
+
+def source_of(trials: list[Trial], cell: str, seed: int, out: Path) -> dict[str, Any]:
+    """Where the seed's agent of ``cell`` is: its checkpoint and its member index (None: a single run)."""
+    for t in trials:
+        if t.cell == cell and seed in t.seeds:
+            i = t.seeds.index(seed)
+            member = t.members[i] if t.members else (i if len(t.seeds) > 1 else None)
+            return {"run_dir": str(out / t.run_dir), "member": member}
+    raise KeyError(f"no trial trains cell {cell} with seed {seed}")
+
+
+def start_weights(run_dir: Path, source: dict[str, Any]) -> Path:
+    """The agent a chained run starts from, exported once from its finished source into ``run_dir/start``."""
+    from ..hub.cli import agent_from_checkpoint
+    from ..manifest import Manifest
+    from .records import read_final
+
+    target = run_dir / START
+    if (target / "config.json").is_file():
+        return target
+    src = Path(source["run_dir"])
+    if read_final(src / "final.json") is None:
+        raise RuntimeError(f"start_from: {src} has not finished (no intact final.json); it must train first")
+    member = source["member"]
+    agent = agent_from_checkpoint(src / "checkpoints" / "last.ckpt", None if member is None else str(member))
+    agent.save_pretrained(target)
+    Manifest.read(run_dir).add(p.relative_to(run_dir).as_posix() for p in sorted(target.rglob("*")) if p.is_file())
+    return target
