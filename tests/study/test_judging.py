@@ -60,18 +60,34 @@ def test_a_contrast_of_two_cells_is_welchs_test_and_a_pairing_uses_each_seeds_ow
 
 
 def test_a_member_whose_heads_died_at_its_last_evaluations_is_collapsed_from_when_they_died():
-    def ev(games, ev, ent):
-        return {"games": games, "explained_variance": ev, "entropy_roll": ent}
+    def ev(games, ev, ent, top3=0.4, score=150.0):
+        return {
+            "games": games,
+            "explained_variance": ev,
+            "entropy_roll": ent,
+            "top3_keep_share": top3,
+            "mean_score": score,
+        }
 
     dead = [ev(1000, 0.5, 2.0), ev(2000, 0.0, 3.46), ev(3000, 0.0, 3.462), ev(4000, 0.0, 3.461)]
     c = collapse(dead)
-    assert c == {"collapsed": True, "collapse": "keep head and value head", "collapsed_at": 2000}
+    assert c == {"collapsed": True, "collapse": "random keeps and value head", "collapsed_at": 2000}
     recovered = [ev(1000, -0.07, 2.0), ev(2000, 0.66, 1.9), ev(3000, 0.72, 1.8)]
     assert collapse(recovered)["collapsed"] is False
     once = [ev(1000, 0.5, 2.0), ev(2000, 0.5, 2.0), ev(3000, 0.005, 2.0)]  # one evaluation is not its last ones
     assert collapse(once)["collapsed"] is False
     keep = [ev(1000, 0.5, DEAD_KEEP + 0.01), ev(2000, 0.4, DEAD_KEEP + 0.01)]
-    assert collapse(keep)["collapse"] == "keep head"
+    assert collapse(keep)["collapse"] == "random keeps"
+    # A keep head narrowed onto three patterns (the optimal player's top three: 40 % of its keeps).
+    narrow = [ev(1000, 0.5, 1.0, top3=0.5), ev(2000, 0.5, 0.2, top3=0.95), ev(3000, 0.5, 0.1, top3=1.0)]
+    assert collapse(narrow) == {"collapsed": True, "collapse": "three keeps", "collapsed_at": 2000}
+    # A score that fell from its best (an agent that peaked at 180 and ends near 60), and one that dipped.
+    fell = [ev(1000, 0.5, 1.0, score=s) for s in (120.0, 180.0, 170.0, 100.0, 60.0)]
+    fell = [e | {"games": 1000 * (i + 1)} for i, e in enumerate(fell)]
+    assert collapse(fell) == {"collapsed": True, "collapse": "score fell", "collapsed_at": 4000}
+    assert collapse(fell, full_game=False)["collapsed"] is False  # a single-turn agent does not train this score
+    dipped = fell[:4] + [fell[4] | {"mean_score": 175.0}]
+    assert collapse(dipped)["collapsed"] is False
 
 
 def _context(cells: dict[str, list[float]], hyps: list[Hypothesis], extra=None, axes=("algorithm",), labels=None):

@@ -213,6 +213,13 @@ def test_t1s_fresh_games_cache_is_keyed_by_the_checkpoint_it_played(tmp_path, mo
     assert len(played) == 2
     cache = read_record(tmp_path / tables.FRESH, "")
     assert len(cache) == 1 and next(iter(cache)).startswith("runs/c0/seed0#0#8#")
+    # A committed copy without its weights: the column from what the cache played, nothing played.
+    scores = tables.fresh_scores(ctx, series)
+    (run / "checkpoints" / "last.ckpt").unlink()
+    kept = tables.fresh_scores(ctx, series)
+    assert len(played) == 2 and kept.to_dict("records") == scores.to_dict("records") and len(kept) == 1
+    (tmp_path / tables.FRESH).unlink()
+    assert tables.fresh_scores(ctx, series).empty  # no weights, no cache: "no weights"
 
 
 def test_study_run_counts_are_bounded_in_one_line(tmp_path, capsys):

@@ -9,8 +9,9 @@ ordered axis, as contrasts of cell means; each agent of T1 against the greedy pl
 final games (paired per seed) and its median of games against the paper's 241.78. A difference whose
 interval holds 0 is "not resolved at this n": the seeds cannot tell the two apart, which is not the
 same as showing they are equal. A cell with no finished seed yet is listed as pending, never ranked.
-Collapsed members (their value head explains nothing, or their keep head sits at its maximum
-entropy, at their last evaluations: ``results.collapse``) are counted per cell, with when.
+Collapsed members (at their last evaluations: their value head explains nothing, their keep head is
+random or narrowed onto three keeps, or their score fell below 80 % of their best: ``results.collapse``)
+are counted per cell, with which sign and when.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from . import hypotheses
 from .context import Context, Series, agents, collapsed, markdown_table
 from .factorial import factorial_claims, verdict
+from .results import COLLAPSE_WINDOW, DEAD_VALUE, FALLEN, NARROW_KEEP
 from .stats import against, paired, welch
 
 PENDING = "pending: not judged"
@@ -86,6 +88,15 @@ def greedy_claims(ctx: Context, ablations: list[str]) -> list[list[str]]:
     return rows
 
 
+RULE = (
+    f"A member collapsed where, at each of its last {COLLAPSE_WINDOW} evaluations, its value head explained at "
+    f"most {DEAD_VALUE * 100:.0f} % of the returns' variance (value head), its keep head's entropy was within 1 % "
+    f"of ln 32 (random keeps), its three most used keeps took at least {NARROW_KEEP * 100:.0f} % of its rolling "
+    f"decisions (three keeps; the optimal player: 40 %), or its full-game score had fallen to {FALLEN * 100:.0f} % "
+    "of its best evaluation or below (score fell); from: the first evaluation from which that held to the end."
+)
+
+
 def collapse_lines(ctx: Context) -> list[str]:
     """Per cell with collapsed members: how many of its finished seeds collapsed, which head, and when."""
     t = ctx.table
@@ -137,6 +148,6 @@ def write_claims(ctx: Context, path: Path) -> int:
     ]
     dead = collapse_lines(ctx)
     parts += ["### Collapsed members", ""]
-    parts += dead or ["None: no member's value head or keep head had collapsed at its last evaluations."]
+    parts += [RULE, ""] + (dead or ["None: no member had collapsed at its last evaluations."])
     path.write_text("\n".join(parts) + "\n")
     return count

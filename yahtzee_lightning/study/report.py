@@ -160,8 +160,8 @@ CURVE = (
     "end of training (a square, on the final evaluation's games), mean over its seeds; band: its interval. The "
     "number at a line's end: its change over the last quarter of training, from the evaluation nearest 75 % of its "
     "games to its last point (the final evaluation where the quantity has one), positive where it was still rising "
-    "when training stopped. The legend counts a cell's collapsed seeds (value head or keep head dead at its last "
-    "evaluations)."
+    "when training stopped. The legend counts a cell's collapsed seeds (at their last evaluations: a dead value "
+    "head, random keeps, keeps narrowed onto three patterns, or a score fallen below 80 % of its best)."
 )
 LEGEND = "The legend names what each line trains: the algorithm and its advantage (TD(0), GAE(lambda), Monte Carlo)."
 NOTES = {
@@ -173,8 +173,8 @@ NOTES = {
     "cells trade one score for the other, the non-dominated cells are joined (no line: no trade-off).",
     "A1": "Per cell, over its finished seeds' final mean scores: the mean, the median and the interquartile mean "
     "(the mean of the middle half), each with a 95 % stratified bootstrap interval (2,000 resamples of the seeds, "
-    "percentile; rliable's method, here on numpy and scipy). Collapsed: seeds whose value head or keep head was "
-    "dead at their last evaluations (counted in, not left out).",
+    "percentile; rliable's method, here on numpy and scipy). Collapsed: seeds that collapsed by the rule of claims.md "
+    "(counted in, not left out).",
     "A2": "P(X > Y): the chance that a seed of X ends with a higher final mean score than a seed of Y (ties count "
     "half; the Mann-Whitney U over the pairs), with its 95 % stratified bootstrap interval (each cell's seeds "
     "resampled on their own). 0.5: no order.",
@@ -215,7 +215,8 @@ NOTES = {
     "T1": "Agents: the best cell (final mean score over seeds) of each algorithm, picked after the fact among the "
     "cells of that algorithm on the very games it is judged on, so its mean and median are optimistic; the fresh-games "
     "columns play every member of that cell again on games no evaluation played (as many as its final evaluation), "
-    'from its last checkpoint ("no weights": the folder holds no checkpoints). Optimal and greedy: the same '
+    'from its last checkpoint, or, in a copy without them, from the study\'s record of that play ("no weights": '
+    "neither). Optimal and greedy: the same "
     "protocol on the games of one member's final evaluation. Minus greedy, same games: each seed's mean score "
     "minus the greedy player's on that seed's own final games, the mean of those differences with its paired t "
     "interval.",

@@ -49,8 +49,9 @@ def table_entropy(ctx: Context, ablations: list[str], path: Path) -> int:
 
 def fresh_scores(ctx: Context, s: Series) -> pd.DataFrame:
     """Each member of a cell played again on fresh games (its seed + ``FRESH_SEED``, as many as its
-    final evaluation) from its run folder's last checkpoint: mean and median per seed. Empty where
-    the study folder holds no weights (a report's committed copy). Cached in ``OUT/fresh.json``, keyed
+    final evaluation) from its run folder's last checkpoint: mean and median per seed. Where the
+    study folder holds no weights (a report's committed copy), what the cache kept of them, else
+    nothing. Cached in ``OUT/fresh.json``, keyed
     by the checkpoint's sha256 too: a run trained again is played again (its old entry dropped)."""
     from ..evaluation import evaluate
     from ..hub import AgentError
@@ -62,13 +63,16 @@ def fresh_scores(ctx: Context, s: Series) -> pd.DataFrame:
     digests: dict[Path, str] = {}
     for t in ctx.trials:
         ckpt = last_checkpoint(ctx.out / t.run_dir / "checkpoints")  # either layout: flat, or a folder per run
-        if t.cell != s.cell or not (ctx.out / t.run_dir / "final.json").exists() or ckpt is None:
+        if t.cell != s.cell or not (ctx.out / t.run_dir / "final.json").exists():
             continue
         # A seed's member in the run: its index among the seeds, or, packed, its place in the pack's
         # ensemble (the cells of a pack share the run folder and the seeds; the key names the member).
         members = t.members or (list(range(len(t.seeds))) if len(t.seeds) > 1 else [None])
         for member, seed in zip(members, t.seeds, strict=True):
             where = f"{t.run_dir}#{seed}#{games}" if member is None else f"{t.run_dir}#member{member}#{seed}#{games}"
+            if ckpt is None:  # a committed copy without weights: what the cache played of them, if anything
+                rows += [{"seed": seed, **v} for k, v in cache.items() if k.rpartition("#")[0] == where][:1]
+                continue
             key = f"{where}#{digests.setdefault(ckpt, file_sha256(ckpt))}"
             for stale in [k for k in cache if k.rpartition("#")[0] == where and k != key]:
                 del cache[stale]  # the same member's entry for other weights
