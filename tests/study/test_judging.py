@@ -193,6 +193,10 @@ def test_a_session_keeps_the_code_it_started_with_and_names_a_change_and_a_dirty
     lines = provenance_lines([first, second])
     assert sum("checkout changed while a session ran" in x for x in lines) == 1
     assert f"{second['started']}, to `{'c' * 10}`" in " ".join(lines)
+    # Sessions of one commit are counted, each tree state with its number.
+    mixed = provenance_lines([first, first | {"clean": False}, second])[0]
+    assert f"`{'a' * 10}` (2 sessions: 1 clean tree, 1 uncommitted changes)" in mixed
+    assert f"`{'b' * 10}` (1 session, uncommitted changes)" in mixed
 
 
 def test_a_spread_needs_three_seeds_a_side():

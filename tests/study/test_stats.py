@@ -90,3 +90,10 @@ def test_a_claim_whose_interval_holds_0_is_not_resolved_at_this_n():
     assert verdicts["PPO vs A2C"] == "exploratory: **PPO > A2C**"  # pairs chosen after ranking: never confirmatory
     assert set(verdicts) == {"PPO vs A2C", "A2C vs REINFORCE", "PPO vs REINFORCE"}
     assert all("Welch t-test" in row[2] and "2 vs 2 seeds" in row[2] for row in rows)
+
+
+def test_a_tiny_p_value_is_reported_not_rounded_to_zero():
+    from yahtzee_lightning.study.stats import against
+
+    c = against([0.0001, 0.0002, 0.0, 0.0001, 0.0, 0.0003], 0.249)  # six seeds far below a claimed rate
+    assert 0 < c.p < 1e-12 and "p = 0)" not in c.text(3)

@@ -22,16 +22,21 @@ def provenance_lines(runs: list[dict]) -> list[str]:
     """The commits a study's sessions trained with (and whether their trees were clean), and which
     sessions trained before a change that alters results (by ancestry where the session recorded its
     commit, else by its start against the change's commit time)."""
-    commits = {}
+    commits: dict[str, list[str]] = {}
     for r in runs:
         key = r.get("commit") or "not recorded (a session before sessions recorded their commit)"
         clean = {True: "clean tree", False: "uncommitted changes", None: "tree state unknown"}[r.get("clean")]
-        commits.setdefault(key, set()).add(clean if r.get("commit") else "")
+        commits.setdefault(key, []).append(clean)
+
+    def states(v: list[str]) -> str:
+        counts = {x: v.count(x) for x in sorted(set(v))}
+        if len(counts) == 1:
+            return f"{len(v)} session{'s' if len(v) > 1 else ''}, {v[0]}"
+        return f"{len(v)} sessions: " + ", ".join(f"{n} {x}" for x, n in counts.items())
+
     lines = [
         "Code: the sessions trained with "
-        + "; ".join(
-            f"`{c[:10]}` ({', '.join(sorted(x for x in v if x))})" if len(c) == 40 else c for c, v in commits.items()
-        )
+        + "; ".join(f"`{c[:10]}` ({states(v)})" if len(c) == 40 else c for c, v in commits.items())
         + "."
     ]
     moved = [r for r in runs if isinstance(r.get("source_at_end"), dict)]

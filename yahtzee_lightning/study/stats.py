@@ -106,7 +106,7 @@ def _compare(effect: float, se: float, df: float, n: str, test: str, level: floa
     if se == 0:  # every seed alike: the difference is exact
         return Comparison(effect, effect, effect, float(effect == 0), n, math.inf, test)
     half = t_quantile(0.5 + level / 2, df) * se
-    p = 2 * (1 - _t_cdf(abs(effect) / se, df))
+    p = 2 * _t_sf(abs(effect) / se, df)  # the upper tail itself: 1 - cdf rounds a tiny p to 0
     return Comparison(effect, effect - half, effect + half, p, n, float(df), test)
 
 
@@ -132,10 +132,10 @@ def against(values: Iterable[float], reference: float, level: float = LEVEL) -> 
     return _compare(effect, float(x.std(ddof=1)) / math.sqrt(len(x)), len(x) - 1, n, test, level)
 
 
-def _t_cdf(x: float, df: float) -> float:
+def _t_sf(x: float, df: float) -> float:
     from scipy.stats import t
 
-    return float(t.cdf(x, df))
+    return float(t.sf(x, df))
 
 
 def method_text(ns: Iterable[int], what: str = "") -> str:
