@@ -12,6 +12,7 @@ from safetensors.torch import load_file
 
 from yahtzee_lightning.hub.cli import agent_from_checkpoint
 from yahtzee_lightning.study.chain import start_weights
+from yahtzee_lightning.study.context import Context, agents
 from yahtzee_lightning.study.results import load_plan, load_table
 from yahtzee_lightning.study.runner import plan_trials
 from yahtzee_lightning.study.spec import StudyError, load_study
@@ -119,3 +120,8 @@ def test_each_chained_run_starts_from_its_own_seeds_source_agent(chained, tmp_pa
         assert all(torch.equal(started[k], v) for k, v in expected.state_dict().items())
         starts.append(started)
     assert not all(torch.equal(starts[0][k], starts[1][k]) for k in starts[0])  # each seed its own source
+    # The report's agents: the fine-tuned cell is a row of its own, named for what it started from.
+    ctx = Context(out)
+    rows = {s.cell: s.label for s in agents(ctx, list(ctx.study.ablations))}
+    assert "fine-tuned from single-turn agents" in rows[study.ablations["transfer"].cells[0][0]]
+    assert any("single-turn, transferred" in label for label in rows.values())  # the best single-turn cell

@@ -24,8 +24,6 @@ from .spec import Cell, Study, StudyError
 from .stats import Interval, interval, method_text
 
 UPPER, LOWER = BOX_NAMES[:6], BOX_NAMES[6:]
-
-
 KEY_BOXES = ("yahtzee", "large_straight", "small_straight", "full_house", "four_of_a_kind", "chance")
 
 
@@ -339,21 +337,23 @@ def agents(ctx: Context, ablations: list[str]) -> list[Series]:
     """The best cell (final mean score over seeds) of each algorithm and task: the rows of T1, P1-P4
     and R1. Picked after the fact from its rivals (``picked_from``), on the games it is judged on:
     an optimistic estimate, which T1 re-evaluates on fresh games."""
-    best: dict[tuple[str, str], tuple[float, Series]] = {}
-    rivals: dict[tuple[str, str], int] = {}
+    best: dict[tuple[str, str, str], tuple[float, Series]] = {}
+    rivals: dict[tuple[str, str, str], int] = {}
     for s in ctx.all_series(ablations):
         if s.finals.empty or "mean_score" not in s.finals:
             continue
         cell = ctx.study.cells[s.cell]
         mean = stat(s.finals["mean_score"], "mean_score").mean
-        key = (cell.algorithm, cell.task)
+        key = (cell.algorithm, cell.task, cell.start_from or "")  # a chain: its own row
         rivals[key] = rivals.get(key, 0) + 1
         if not math.isnan(mean) and (key not in best or mean > best[key][0]):
             best[key] = (mean, s)
     out = []
     for key, (_, s) in sorted(best.items()):
         cell = ctx.study.cells[s.cell]
+        source = ctx.study.cells.get(cell.start_from or "")
         s.label = recipe(cell) + (" (single-turn, transferred)" if cell.task == "single_turn" else "")
+        s.label += f" (fine-tuned from {'single-turn ' * (source.task == 'single_turn')}agents)" if source else ""
         s.picked_from = rivals[key]
         out.append(s)
     return out
