@@ -211,7 +211,9 @@ NOTES = {
         what="the share of the last logged batch's rolling decisions that took one of the three most used keeps "
         "(near 1: the keep head has collapsed onto a few patterns)"
     ),
-    "F16": CURVE.format(what="the value loss (squared error to the returns) on the last logged update"),
+    "F16": CURVE.format(what="the value loss (squared error to the returns) on the last logged update")
+    + " Each algorithm fits its own targets (REINFORCE the whole game's returns, A2C's TD(0) one step ahead, GAE "
+    "between them): a level compares over one algorithm's training, not between algorithms.",
     "T1": "Agents: the best cell (final mean score over seeds) of each algorithm, picked after the fact among the "
     "cells of that algorithm on the very games it is judged on, so its mean and median are optimistic; the fresh-games "
     "columns play every member of that cell again on games no evaluation played (as many as its final evaluation), "
