@@ -21,11 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .results import Trial
-    from .spec import Ablation
+from .fit_config import value_label
 
 START = "start"  # a chained run folder's copy of the agent it started from
 #: The key that makes a chained cell's id differ from the same settings trained from scratch.
@@ -33,9 +31,10 @@ ID_KEY = "(start_from)"
 
 
 def resolve_start(
-    raw: Any, key: str, ablations: dict[str, Ablation], seeds: list[int], fail: Callable[[str, str], None]
+    raw: Any, key: str, ablations: dict[str, Any], seeds: list[int], fail: Callable[[str, str], None]
 ) -> str:
-    """The id of the cell that ``start_from`` (as written at ``key``) names; ``fail(key, problem)`` otherwise."""
+    """The id of the cell that ``start_from`` (as written at ``key``) names among ``ablations`` (the
+    study's :class:`~.spec.Ablation` s read so far); ``fail(key, problem)`` otherwise."""
     if not isinstance(raw, dict) or not isinstance(raw.get("ablation"), str) or set(raw) - {"ablation", "cell"}:
         fail(key, f"must be a mapping {{ablation: NAME, cell: {{AXIS: VALUE}}}}, got {raw!r}")
     name, wanted = raw["ablation"], raw.get("cell") or {}
@@ -49,7 +48,7 @@ def resolve_start(
     axes = {axis: axis for axis in source.axes} | {axis.rpartition(".")[2]: axis for axis in source.axes}
     if unknown := [a for a in wanted if a not in axes]:
         fail(f"{key}.cell.{unknown[0]}", f"{name!r} has no axis {unknown[0]!r}; its axes: {', '.join(source.axes)}")
-    picked = [cid for cid, labels in source.cells if all(labels[axes[a]] == _text(v) for a, v in wanted.items())]
+    picked = [cid for cid, labels in source.cells if all(labels[axes[a]] == value_label(v) for a, v in wanted.items())]
     if len(picked) != 1:
         choices = "; ".join(", ".join(f"{a}={v}" for a, v in labels.items()) for _, labels in source.cells)
         fail(f"{key}.cell", f"names {len(picked)} of {name!r}'s cells, not one; its cells: {choices}")
@@ -58,14 +57,9 @@ def resolve_start(
     return picked[0]
 
 
-def _text(value: Any) -> str:
-    from .spec import _label
-
-    return _label(value)
-
-
-def source_of(trials: list[Trial], cell: str, seed: int, out: Path) -> dict[str, Any]:
-    """Where the seed's agent of ``cell`` is: its checkpoint and its member index (None: a single run)."""
+def source_of(trials: list[Any], cell: str, seed: int, out: Path) -> dict[str, Any]:
+    """Where the seed's agent of ``cell`` is among the study's trials (:class:`~.results.Trial`): its
+    run folder and its member index there (None: a single run)."""
     for t in trials:
         if t.cell == cell and seed in t.seeds:
             i = t.seeds.index(seed)

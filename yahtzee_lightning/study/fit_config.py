@@ -27,6 +27,11 @@ def set_key(config: dict[str, Any], dotted: str, value: Any) -> None:
     node[last] = copy.deepcopy(value)
 
 
+def value_label(value: Any) -> str:
+    """An axis value as its cell's label: a list or mapping as JSON, anything else as written."""
+    return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+
+
 def compose(base_text: str, overrides: dict[str, Any]) -> dict[str, Any]:
     """The config dict of a base YAML with dotted overrides applied in order."""
     config = yaml.safe_load(base_text) or {}

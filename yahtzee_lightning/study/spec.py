@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from .chain import ID_KEY, resolve_start
-from .fit_config import accepts_ensemble, cell_id, compose, parse_fit_config
+from .fit_config import accepts_ensemble, cell_id, compose, parse_fit_config, value_label
 from .hypothesis_file import Hypothesis, parse_hypotheses
 
 #: Every exhibit a study can ask for (report.py draws each): the single-turn task (S), the full
@@ -210,12 +210,8 @@ class _Reader:
             if name == "config":
                 axes[name] = [(Path(str(v)).stem, {"config": v}) for v in values]
             else:
-                axes[name] = [(_label(v), {name: v}) for v in values]
+                axes[name] = [(value_label(v), {name: v}) for v in values]
         return axes
-
-
-def _label(value: Any) -> str:
-    return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
 
 
 def _first_line(text: str) -> str:
