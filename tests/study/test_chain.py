@@ -125,3 +125,27 @@ def test_each_chained_run_starts_from_its_own_seeds_source_agent(chained, tmp_pa
     rows = {s.cell: s.label for s in agents(ctx, list(ctx.study.ablations))}
     assert "fine-tuned from single-turn agents" in rows[study.ablations["transfer"].cells[0][0]]
     assert any("single-turn, transferred" in label for label in rows.values())  # the best single-turn cell
+
+
+def test_a_stopped_experiment_keeps_the_chain_after_it_waiting(chained, tmp_path, monkeypatch):
+    """A study stopped (a signal) in its first experiment does not go on to the chained one, whose
+    sources have not finished; one whose trials failed (each with its error.txt) does."""
+    from yahtzee_lightning.study import runner
+
+    study = load_study(chained)
+    ran = []
+    monkeypatch.setattr(runner, "init_ray", lambda address, cpus: 1)
+    monkeypatch.setattr(runner, "run_experiment", lambda name, *args, **kwargs: ran.append(name))  # nothing ends
+    assert runner.run_study(study, tmp_path / "stopped") == 0
+    assert ran == ["cells"]
+
+    def failing(name, trials, *args, **kwargs):
+        ran.append(name)
+        for t in trials:
+            (tmp_path / "failed" / t.run_dir).mkdir(parents=True, exist_ok=True)
+            (tmp_path / "failed" / t.run_dir / "error.txt").write_text("RuntimeError: a failed trial\n")
+
+    ran.clear()
+    monkeypatch.setattr(runner, "run_experiment", failing)
+    runner.run_study(study, tmp_path / "failed")
+    assert ran == ["cells", "transfer"]

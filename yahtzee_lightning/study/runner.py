@@ -1,11 +1,9 @@
 """Run a study's cells as trials on Ray Tune: a local Ray instance sized to the cores, or a cluster.
 
-The ablations without a scheduler share one experiment (``OUT/ray/cells-HASH``); an ablation
-with a scheduler (ASHA, PBT) is an experiment of its own, its trials in their own run folders (their
-settings evolve). One trial per (cell, seed), one CPU each; a trial is
-:func:`.trial.run_trial`. A killed study resumes: Ray restores each experiment (finished trials
-stay finished, unfinished ones restart from their last checkpoint), and a trial whose run folder
-holds its final evaluation is never trained again.
+The plain ablations share one experiment (``OUT/ray/cells-HASH``); a scheduled or chained one is an
+experiment of its own (chains last, and only once their sources have ended). A trial is
+:func:`.trial.run_trial`. A killed study resumes: finished trials stay finished, unfinished ones
+restart from their last checkpoint, and a run folder holding its final evaluation never trains again.
 """
 
 from __future__ import annotations
@@ -35,18 +33,13 @@ from .spec import POOL, Cell, Study, StudyError
 
 
 def seeds_per_trial(study: Study, cell: Cell, seeds: list[int], scheduled: bool = False) -> list[list[int]]:
-    """THE ENSEMBLE SEAM: how a cell's seeds are split into trials.
-
-    Without the ensemble every seed is a run of its own (a trial each). Where the model class takes
-    an ``ensemble`` argument (``seeds_as: auto``, the default, or ``members``), a cell's seeds
-    become the members of one trial. What the other side is expected to provide:
-    :func:`.trial.trial_config` sets ``ensemble`` to a list of per-member overrides
-    (``[{"seed": 0}, {"seed": 1}]``); :func:`.trial.final_record` reads ``final_evaluation`` as a
-    list by member index; :mod:`.results` gives a history line to the member its ``member`` key
-    names (member 0 without one). ``seeds_as: runs``, a scheduler (it compares, stops and copies
-    trials) and a chained cell (each seed starts from its own agent: :mod:`.chain`) keep one trial
-    per seed regardless.
-    """
+    """THE ENSEMBLE SEAM: how a cell's seeds are split into trials. Without the ensemble every seed is
+    a trial; where the model class takes ``ensemble`` (``seeds_as: auto`` or ``members``), a cell's
+    seeds are the members of one: :func:`.trial.trial_config` sets ``ensemble`` to per-member overrides
+    (``[{"seed": 0}, {"seed": 1}]``), :func:`.trial.final_record` reads ``final_evaluation`` by member
+    index, :mod:`.results` gives a history line to the member its ``member`` key names (0 without).
+    ``seeds_as: runs``, a scheduler (it compares, stops and copies trials) and a chained cell (each seed
+    from its own agent: :mod:`.chain`) keep one trial per seed regardless."""
     alone = scheduled or cell.start_from or study.seeds_as == "runs"
     if alone or (study.seeds_as == "auto" and not cell.accepts_ensemble):
         return [[s] for s in seeds]
@@ -347,10 +340,9 @@ def _run_study(
         nodes = check_nodes(out, sorted({cell.base for cell in study.cells.values()}))
         print(f"cluster at {address}: {nodes} nodes checked", file=sys.stderr)
     retries = (CLUSTER_RETRIES if address else 0) if retries is None else retries
-    labels = _trial_labels(study)
     global _PROGRESS
-    _PROGRESS = Progress(len({t.pack or t.name for t in trials}), labels)
     runs = len({t.pack or t.name for t in trials})
+    _PROGRESS = Progress(runs, _trial_labels(study))
     print(
         f"study {study.name} (profile {study.profile}): {len(trials)} trials as {runs} runs on {cpus} CPUs into {out}",
         file=sys.stderr,
@@ -359,14 +351,21 @@ def _run_study(
     log_session(out, command, started, cpus, address, end=False)
     try:
         for experiment in todo:
+            chain = experiment != POOL and study.ablations[experiment].start_from
+            if chain and _unfinished(out, trials, POOL, stopped=True):  # its sources stopped, not failed
+                print(f"study {study.name}: {experiment} waits for the cells it starts from", file=sys.stderr)
+                continue
             run_experiment(experiment, [t for t in trials if t.experiment == experiment], study, out, cpus, retries)
     finally:
         log_session(out, command, started, cpus, address, end=True)
     return _summarize(out)
 
 
-def _unfinished(out: Path, trials: list[Trial], experiment: str) -> bool:
-    return any(read_final(out / t.run_dir / "final.json") is None for t in trials if t.experiment == experiment)
+def _unfinished(out: Path, trials: list[Trial], experiment: str, stopped: bool = False) -> bool:
+    """A trial of ``experiment`` without a final.json (``stopped``: nor an error.txt, so interrupted)."""
+    ended = [read_final(out / t.run_dir / "final.json") is not None for t in trials if t.experiment == experiment]
+    errors = [stopped and (out / t.run_dir / "error.txt").exists() for t in trials if t.experiment == experiment]
+    return not all(a or b for a, b in zip(ended, errors, strict=True))
 
 
 def _summarize(out: Path) -> int:
