@@ -11,6 +11,7 @@ box filled, median turn filled; the regret per game by box scored and by turn).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,7 +179,7 @@ def collapse(evals: list[dict[str, Any]], full_game: bool = True) -> dict[str, A
     trains) its score had fallen from its best. ``collapse`` names the sign(s), ``collapsed_at`` the
     games trained at the first evaluation from which it held to the end (empty where it did not)."""
     rows = sorted((e for e in evals if e.get("games") is not None), key=lambda e: e["games"])
-    best = [max([_number(e.get("mean_score"), -math.inf) for e in rows[: i + 1]]) for i in range(len(rows))]
+    best = list(itertools.accumulate((_number(e.get("mean_score"), -math.inf) for e in rows), max))
 
     def dead(i: int) -> set[str]:
         e, out = rows[i], set()

@@ -263,7 +263,7 @@ def _payloads(trials: list[Trial], study: Study, out: Path) -> dict[str, dict[st
     come first: Tune starts them in this order, and the longest trial started last decides the wall
     clock (a pack of 32 members after three trials of 4 adds their time to its own)."""
     packs: dict[str, list[Trial]] = {}
-    payloads = {}
+    payloads, plan = {}, []
     for t in trials:
         if t.pack:
             packs.setdefault(t.pack, []).append(t)
@@ -275,7 +275,8 @@ def _payloads(trials: list[Trial], study: Study, out: Path) -> dict[str, dict[st
             "gpus": study.gpus_per_trial,
         }
         if source := study.cells[t.cell].start_from:  # a chained cell: the seed's agent it starts from
-            payloads[t.name]["start_from"] = source_of(plan_trials(study), source, t.seeds[0], out)
+            plan = plan or plan_trials(study)  # the whole study's trials, where the sources are
+            payloads[t.name]["start_from"] = source_of(plan, source, t.seeds[0], out)
     for name, pack in packs.items():
         members = ensemble_of(pack)
         first = next(t for t in pack if 0 in (t.members or []))
