@@ -65,9 +65,9 @@ def test_one_game_reads_the_value_at_a_few_hundred_states_only():
 
     player = LookaheadPlayer(value, Rules())
     evaluate(player, games=1, seed=0, rules=Rules(), with_optimal=False, regret=False)
-    assert 13 <= sum(calls) == int(player.known.sum()) < 1000  # each state read once
-    m, u, f = player.known.nonzero().unbind(-1)
-    assert torch.equal(player.values[m, u, f], (m & 7).double() + u)
+    assert 13 <= sum(calls) == int(player.value.known.sum()) < 1000  # each state read once
+    m, u, f = player.value.known.nonzero().unbind(-1)
+    assert torch.equal(player.value.values[m, u, f], (m & 7).double() + u)
 
 
 def test_the_exact_table_is_its_own_one_turn_backup(default_table):

@@ -24,8 +24,7 @@ from ..env import keys as K
 from ..game import Rules, card_total
 from ..game.rules import N_ROLLS, UPPER_BONUS_THRESHOLD, YAHTZEE_BOX
 from ..solver import OptimalTable, TurnOracle, turn_state
-from ..solver.turn import N_MASKS, N_UPPER
-from ..solver.value import TurnValueNet, ValueFn, fit_value, td_targets, value_table
+from ..solver.value import StateValues, TurnValueNet, ValueFn, finished, fit_value, td_targets, value_table
 from .base import Player
 from .reference import OraclePlayer
 
@@ -45,22 +44,14 @@ class LookaheadPlayer(OraclePlayer):
     def __init__(
         self, value: ValueFn, rules: Rules, device: torch.device | str = "cpu", name: str = "lookahead"
     ) -> None:
-        self.value = value
-        self.values = torch.zeros(N_MASKS, N_UPPER, 2, dtype=torch.float64, device=device)
-        self.known = torch.zeros(N_MASKS, N_UPPER, 2, dtype=torch.bool, device=device)
-        super().__init__(TurnOracle(rules, OptimalTable(self.values, rules)))
+        self.value = StateValues(value, rules, device)
+        super().__init__(TurnOracle(rules, OptimalTable(self.value.values, rules)))
         self.name = name
 
-    @torch.no_grad()
     def prepare(self, cards: torch.Tensor) -> None:
         """Read the value at the turn-start states one box after ``cards (N, 13)`` not read yet:
         all that the search of these cards' turns reads."""
-        m, u, f = successor_states(turn_state(cards, self.rules), self.rules).unbind(-1)
-        new = ~self.known[m, u, f]
-        if bool(new.any()):
-            m, u, f = m[new], u[new], f[new]
-            self.values[m, u, f] = self.value(m, u, f).to(torch.float64)
-            self.known[m, u, f] = True
+        self.value(*successor_states(turn_state(cards, self.rules), self.rules).unbind(-1))
 
     def act(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
         self.prepare(obs[K.CARD])
@@ -132,8 +123,7 @@ def successor_states(states: torch.Tensor, rules: Rules) -> torch.Tensor:
             if b == YAHTZEE_BOX and rules.yahtzee_bonus:
                 out.append(torch.stack([nm, nu, torch.ones_like(nf)], -1))
     nxt = torch.unique(torch.cat(out), dim=0)
-    in_play = sum(1 << b for b in rules.boxes)
-    return nxt[(nxt[:, 0] & in_play) != in_play]
+    return nxt[~finished(nxt, rules)]
 
 
 @dataclass(frozen=True)

@@ -27,34 +27,12 @@ from ..game import Rules
 from ..game.rules import N_ROLLS
 from ..solver import turn_state
 from ..solver.oracle import TurnCache, position_values
-from ..solver.turn import N_MASKS, N_UPPER
-from ..solver.value import TurnValueNet, ValueFn
-from ..solver.win_value import FEATURES, LeafFn, WinValueNet, finished, result, win_features, win_leaf, win_turn_tables
+from ..solver.value import StateValues, TurnValueNet, ValueFn
+from ..solver.win_value import FEATURES, LeafFn, WinValueNet, result, win_features, win_leaf, win_turn_tables
 from .base import Player
 from .lookahead import self_play_turns
 
 WIN_LOOKAHEAD_PREFIX = "winlookahead:"
-
-
-class StateValues:
-    """A turn-start value read lazily into a table of the exact table's layout: each state once,
-    a full card 0 (as :class:`.lookahead.LookaheadPlayer` reads its value)."""
-
-    def __init__(self, value: ValueFn, rules: Rules, device: torch.device | str = "cpu") -> None:
-        self.value, self.rules = value, rules
-        self.values = torch.zeros(N_MASKS, N_UPPER, 2, dtype=torch.float64, device=device)
-        self.known = torch.zeros(N_MASKS, N_UPPER, 2, dtype=torch.bool, device=device)
-
-    @torch.no_grad()
-    def __call__(self, m: torch.Tensor, u: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
-        new = ~self.known[m, u, f]
-        if bool(new.any()):
-            s = torch.unique(torch.stack([m[new], u[new], f[new]], -1), dim=0)
-            s = s[~finished(s, self.rules)]
-            if len(s):
-                self.values[s[:, 0], s[:, 1], s[:, 2]] = self.value(*s.unbind(-1)).to(torch.float64)
-            self.known[m, u, f] = True
-        return self.values[m, u, f]
 
 
 def match_key(obs: TensorDictBase, rules: Rules) -> torch.Tensor:

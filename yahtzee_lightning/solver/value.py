@@ -102,9 +102,41 @@ def value_table(value: ValueFn, rules: Rules, device: torch.device | str = "cpu"
     for s in range(0, masks.numel(), chunk):
         sl = slice(s, s + chunk)
         out[sl] = value(masks[sl], uppers[sl], flags[sl]).to(torch.float64)
-    in_play = sum(1 << b for b in rules.boxes)
-    out[(masks & in_play) == in_play] = 0.0
+    out[finished(torch.stack([masks, uppers, flags], -1), rules)] = 0.0
     return out.view(N_MASKS, N_UPPER, 2)
+
+
+def in_play(rules: Rules) -> int:
+    """The bit mask of the boxes in play under ``rules``."""
+    return sum(1 << b for b in rules.boxes)
+
+
+def finished(states: torch.Tensor, rules: Rules) -> torch.Tensor:
+    """``(N,)`` bool: the turn-start states ``(N, 3)`` whose every box in play is filled."""
+    full = in_play(rules)
+    return (states[..., 0] & full) == full
+
+
+class StateValues:
+    """``value`` read lazily into a table of the exact table's layout: each turn-start state read
+    once, when a search first needs it, and a finished card 0 (the table's convention). A game reads
+    a few hundred states, not the table's million; the searches read ``values`` as a table."""
+
+    def __init__(self, value: ValueFn, rules: Rules, device: torch.device | str = "cpu") -> None:
+        self.value, self.rules = value, rules
+        self.values = torch.zeros(N_MASKS, N_UPPER, 2, dtype=torch.float64, device=device)
+        self.known = torch.zeros(N_MASKS, N_UPPER, 2, dtype=torch.bool, device=device)
+
+    @torch.no_grad()
+    def __call__(self, m: torch.Tensor, u: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+        new = ~self.known[m, u, f]
+        if bool(new.any()):
+            s = torch.unique(torch.stack([m[new], u[new], f[new]], -1), dim=0)
+            s = s[~finished(s, self.rules)]
+            if len(s):
+                self.values[s[:, 0], s[:, 1], s[:, 2]] = self.value(*s.unbind(-1)).to(torch.float64)
+            self.known[m, u, f] = True
+        return self.values[m, u, f]
 
 
 def td_targets(table: torch.Tensor, states: torch.Tensor, rules: Rules, chunk: int = 8192) -> torch.Tensor:

@@ -25,27 +25,15 @@ from ..game import Rules, tables
 from ..game.rules import UPPER_BONUS_THRESHOLD, YAHTZEE_BOX
 from .oracle import keep_tables
 from .turn import box_values, kept_dag
-from .value import N_FEATURES, SCALE, silu_mlp, state_features
+from .value import N_FEATURES, SCALE, ValueFn, finished, in_play, silu_mlp, state_features
 
 #: Version of the win value's inputs and layout; a saved value of another version is refused.
 WIN_FORMAT = 1
 #: ``(own (R, 3), opponent (R, 3), difference (R,)) -> (R,)`` the mover's chance of winning.
 LeafFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
-#: Turn-start value ``(masks, uppers, flags) -> points to come`` (0 on a full card).
-StateValue = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 #: Spread, in points, of one turn's score (about): the expected final difference over this times the
 #: root of the turns left is a z-score, the input a normal approximation would read.
 TURN_SPREAD = 16.0
-
-
-def in_play(rules: Rules) -> int:
-    return sum(1 << b for b in rules.boxes)
-
-
-def finished(states: torch.Tensor, rules: Rules) -> torch.Tensor:
-    """``(N,)`` bool: the turn-start states ``(N, 3)`` whose every box in play is filled."""
-    full = in_play(rules)
-    return (states[..., 0] & full) == full
 
 
 def boxes_left(states: torch.Tensor, rules: Rules) -> torch.Tensor:
@@ -150,7 +138,7 @@ class WinValueNet(nn.Module):
         return self.mlp(features).squeeze(-1)
 
 
-def win_leaf(net: WinValueNet, value: StateValue, rules: Rules) -> LeafFn:
+def win_leaf(net: WinValueNet, value: ValueFn, rules: Rules) -> LeafFn:
     """The leaf the search reads: ``sigmoid(W)``, the agent's value ``value`` read at both states."""
 
     def leaf(own: torch.Tensor, opp: torch.Tensor, diff: torch.Tensor) -> torch.Tensor:
