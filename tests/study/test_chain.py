@@ -125,6 +125,9 @@ def test_each_chained_run_starts_from_its_own_seeds_source_agent(chained, tmp_pa
     rows = {s.cell: s.label for s in agents(ctx, list(ctx.study.ablations))}
     assert "fine-tuned from single-turn agents" in rows[study.ablations["transfer"].cells[0][0]]
     assert any("single-turn, transferred" in label for label in rows.values())  # the best single-turn cell
+    # ... and in the ablation's legends too (a chained cell without axes; not "base").
+    assert ctx.label(*study.ablations["transfer"].cells[0]) == "fine-tuned from single-turn agents"
+    assert ctx.label(*study.ablations["single_turn"].cells[0]) == "lr=0.001"
 
 
 def test_a_stopped_experiment_keeps_the_chain_after_it_waiting(chained, tmp_path, monkeypatch):

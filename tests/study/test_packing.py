@@ -119,7 +119,7 @@ def test_a_required_pack_of_cells_of_different_shapes_is_refused_naming_the_cell
         "ablations": {"width_and_lr": {"axes": {"model.init_args.d_h": [8, 16]}}},
     }
     path = _write(tmp_path, study)
-    with pytest.raises(StudyError, match=r"pack: ablation 'width_and_lr': cell c\w+ \(model.init_args.d_h=16\) cannot"):
+    with pytest.raises(StudyError, match=r"pack: ablation 'width_and_lr': cell c\w+ \(d_h=16\) cannot"):
         plan_trials(load_study(path))
     run = _study("run", path, "--out", str(tmp_path / "out"), stderr=subprocess.PIPE)
     _, err = run.communicate(timeout=60)

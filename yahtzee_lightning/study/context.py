@@ -17,6 +17,7 @@ import pandas as pd
 from ..digest import record_sha256
 from ..game import BOX_NAMES
 from ..game.rules import UPPER_BONUS
+from .hypothesis_file import cell_label
 from .records import digested_text, read_record
 from .results import load_plan, load_table, optimal_summary
 from .results import reference_columns as reference_columns_of
@@ -61,10 +62,13 @@ class Context:
         self.table = with_greedy(out, self.reference, self.table)
 
     def label(self, cell_id: str, labels: dict[str, str]) -> str:
-        """A cell's legend: its labels, a config file named by what it trains (``A2C, GAE(0.95)``)."""
+        """A cell's legend: its labels, a config file named by what it trains (``A2C, GAE(0.95)``); a
+        chained cell without axes by where it starts (not ``base``)."""
         if "config" in labels:
             labels = {**labels, "config": recipe(self.study.cells[cell_id])}
-        return label_of(labels)
+        source = self.study.cells.get(self.study.cells[cell_id].start_from or "")
+        chained = f"fine-tuned from {source.task.replace('_', '-')} agents" if source else ""
+        return cell_label(labels) if labels or not source else chained
 
     def series(self, ablation: str) -> list[Series]:
         ab = self.study.ablations[ablation]
@@ -138,11 +142,6 @@ def legends(axes: list[str], labels: list[str], recipes: list[str]) -> list[str]
     algorithm, an advantage): the reader sees ``A2C, TD(0)``, not the study file's name for it."""
     named = all("." not in axis for axis in axes)
     return recipes if named and len(recipes) > 1 and len(set(recipes)) == len(recipes) else labels
-
-
-def label_of(labels: dict[str, str]) -> str:
-    """``d_h=64, n_layers=2`` for config keys; the value alone for a config file or a named axis (``low``)."""
-    return ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" if "." in k else v for k, v in labels.items()) or "base"
 
 
 @cache
@@ -353,7 +352,7 @@ def agents(ctx: Context, ablations: list[str]) -> list[Series]:
         cell = ctx.study.cells[s.cell]
         source = ctx.study.cells.get(cell.start_from or "")
         s.label = recipe(cell) + (" (single-turn, transferred)" if cell.task == "single_turn" else "")
-        s.label += f" (fine-tuned from {'single-turn ' * (source.task == 'single_turn')}agents)" if source else ""
+        s.label += f" (fine-tuned from {source.task.replace('_', '-')} agents)" if source else ""
         s.picked_from = rivals[key]
         out.append(s)
     return out

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .fit_config import compose
+from .hypothesis_file import cell_label
 from .results import Trial
 from .spec import Cell, Study, StudyError
 
@@ -113,7 +114,7 @@ def check_required(study: Study) -> None:
         cells = [_Settings(study.cells[c]) for c, _ in ab.cells]
         for s, (_, labels) in zip(cells, ab.cells, strict=True):
             if s.cls is None or s.key() != cells[0].key():
-                label = ", ".join(f"{k}={v}" for k, v in labels.items()) or "base"
+                label = cell_label(labels)
                 raise StudyError(
                     f"{study.path}: pack: ablation {name!r}: cell {s.cell.id} ({label}) cannot share an ensemble "
                     f"with the others: {_why_apart(cells[0], s)}"

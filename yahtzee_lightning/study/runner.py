@@ -24,6 +24,7 @@ from ..manifest import META, Manifest
 from ..progress import line_interval
 from .chain import source_of
 from .cluster import CLUSTER_RETRIES, check_address, check_nodes, trial_resources
+from .hypothesis_file import cell_label
 from .ownership import REPORT, beat, owned, study_session
 from .packing import ensemble_of, pack_trials
 from .records import digested_text, log_session, read_final
@@ -395,6 +396,5 @@ def _trial_labels(study: Study) -> dict[str, str]:
                 continue
             for cell_id, cell_labels in ab.cells:
                 if cell_id == trial.cell:
-                    text = ", ".join(f"{k}={v}" for k, v in cell_labels.items()) or "base"
-                    labels.setdefault(trial.name, f"({ab.name}: {text})")
+                    labels.setdefault(trial.name, f"({ab.name}: {cell_label(cell_labels)})")
     return labels
