@@ -10,7 +10,15 @@ from yahtzee_lightning.env import YahtzeeEnv
 from yahtzee_lightning.env import keys as K
 from yahtzee_lightning.env.features import feature_size
 from yahtzee_lightning.game import Rules
-from yahtzee_lightning.nn import DICE_ENCODERS, LOG_PROB, VALUE, PolicyModule, PolicyValueNet, distribution
+from yahtzee_lightning.nn import (
+    DICE_ENCODERS,
+    LOG_PROB,
+    VALUE,
+    PolicyModule,
+    PolicyValueNet,
+    distribution,
+    transfer_weights,
+)
 from yahtzee_lightning.players.agent import AgentPlayer
 
 SMALL = {"d_h": 32, "n_layers": 2, "head_hidden": 16}
@@ -169,3 +177,23 @@ def test_agent_player_is_greedy_or_samples():
     assert torch.equal(greedy.act(obs)[0], net.eval()(obs)[0].argmax(-1))
     sampled = AgentPlayer(net, greedy=False)
     assert not torch.equal(sampled.act(obs)[0], sampled.act(obs)[0])
+
+
+def test_a_network_starts_from_one_that_differs_in_dropout_alone():
+    """Dropout has no weights (a training choice): a fine-tune without it starts from an agent trained
+    with it (its layers sit at other module indices) and plays exactly as that agent; a network of
+    another width or roll head is refused, naming the layer."""
+    torch.manual_seed(0)
+    kwargs = {"d_h": 16, "n_layers": 2, "head_hidden": 8, "features": "full_game"}
+    source, target = PolicyValueNet(dropout=0.1, **kwargs), PolicyValueNet(dropout=0.0, **kwargs)
+    assert len(source.trunk) != len(target.trunk)
+    transfer_weights(source, target)
+    obs = YahtzeeEnv(8, seed=1).reset()
+    source.eval()
+    for a, b in zip(source(obs), target(obs), strict=True):
+        assert torch.equal(a, b)
+    transfer_weights(target, PolicyValueNet(dropout=0.2, **kwargs))  # and back the other way
+    with pytest.raises(ValueError, match=r"differ in trunk\.0\.weight: \(16, \d+\) and \(32, \d+\)"):
+        transfer_weights(source, PolicyValueNet(**{**kwargs, "d_h": 32}))
+    with pytest.raises(ValueError, match=r"differ in roll_head"):
+        transfer_weights(source, PolicyValueNet(roll_head="bernoulli", **kwargs))

@@ -48,9 +48,12 @@ def _write(tmp_path: Path, transfer: dict, name: str = "chain") -> Path:
     return path
 
 
+START = {"start_from": {"ablation": "single_turn", "cell": {"lr": 0.003}}}
+
+
 @pytest.fixture
 def chained(tmp_path):
-    return _write(tmp_path, {"start_from": {"ablation": "single_turn", "cell": {"lr": 0.003}}})
+    return _write(tmp_path, START)
 
 
 def test_a_chained_cell_trains_a_trial_per_seed_after_its_source(chained):
@@ -84,6 +87,14 @@ def test_a_bad_start_from_fails_in_one_line_naming_the_key(tmp_path, start_from,
         load_study(_write(tmp_path, {"start_from": start_from}))
     message = str(e.value)
     assert "\n" not in message and key in message and problem in message
+
+
+def test_a_chain_whose_network_cannot_take_its_sources_weights_is_refused_before_training(tmp_path):
+    path = _write(tmp_path, {**START, "axes": {"model.init_args.roll_head": ["bernoulli"]}})
+    with pytest.raises(StudyError) as e:
+        load_study(path)
+    assert "\n" not in str(e.value) and "transfer.start_from" in str(e.value) and "differ in roll_head" in str(e.value)
+    load_study(_write(tmp_path, {**START, "set": {"model.init_args.dropout": 0.2}}))  # dropout alone: no weights
 
 
 def test_a_chain_needs_its_seeds_trained_by_its_source(tmp_path):

@@ -155,6 +155,17 @@ class PolicyValueNet(nn.Module):
             parts.append(features)
         return torch.cat(parts, -1) if len(parts) > 1 else parts[0]
 
+    def layer_key(self, key: str) -> str:
+        """A state-dict key numbered by hidden layer: ``trunk.4.weight`` is ``trunk.1.0.weight`` (layer 1,
+        its linear map) with dropout or without, so that networks that differ in dropout alone (no
+        weights of its own; a training choice) share their weights by these keys."""
+        part, _, rest = key.partition(".")
+        if part != "trunk":
+            return key
+        index, _, param = rest.partition(".")
+        per_layer = len(self.trunk) // self.config["n_layers"]
+        return f"trunk.{int(index) // per_layer}.{int(index) % per_layer}.{param}"
+
     def forward(
         self, obs: TensorDictBase, features: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -179,7 +190,9 @@ def transfer_weights(source: PolicyValueNet, target: PolicyValueNet, reset_value
     0): for a fine-tune to a reward on another scale (a +1/-1 match result instead of points),
     where the old values would make every advantage wrong.
     """
-    old, new = source.state_dict(), target.state_dict()
+    old = {source.layer_key(k): v for k, v in source.state_dict().items()}
+    new = target.state_dict()
+    names = {target.layer_key(k): k for k in new}  # the target's own key of each layer's weight
     src_names, dst_names = source.feature_names, target.feature_names
     widened = dst_names != src_names
     if widened and dst_names[: len(src_names)] != src_names:
@@ -188,9 +201,10 @@ def transfer_weights(source: PolicyValueNet, target: PolicyValueNet, reset_value
             "(the new features may only be appended after the old ones)"
         )
     first = "trunk.0.weight"
-    for name, value in old.items():
-        if name not in new:
-            raise ValueError(f"the networks differ: {name} is only in the source")
+    for key, value in old.items():
+        if key not in names:
+            raise ValueError(f"the networks differ: {key} is only in the source")
+        name = names[key]
         if widened and name == first and value.shape[0] == new[name].shape[0]:
             grown = torch.zeros_like(new[name])
             grown[:, : value.shape[1]] = value
@@ -198,7 +212,7 @@ def transfer_weights(source: PolicyValueNet, target: PolicyValueNet, reset_value
         if value.shape != new[name].shape:
             raise ValueError(f"the networks differ in {name}: {tuple(value.shape)} and {tuple(new[name].shape)}")
         new[name] = value
-    missing = set(new) - set(old)
+    missing = set(names) - set(old)
     if missing:
         raise ValueError(f"the networks differ: {sorted(missing)} only in the target")
     if reset_value_head:

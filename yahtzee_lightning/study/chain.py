@@ -57,6 +57,29 @@ def resolve_start(
     return picked[0]
 
 
+def check_networks(source: Any, target: Any, key: str, fail: Callable[[str, str], None]) -> None:
+    """``fail(key, ...)`` where a chained cell's network cannot take its source cell's weights
+    (``source``, ``target``: the two cells' parsed fit configs): another width or roll head,
+    features not appended after the source's. ``study check`` says so before the source trains."""
+    import importlib
+
+    from ..nn import PolicyValueNet, transfer_weights
+
+    nets = []
+    for config in (source, target):
+        module, _, name = config.model.class_path.rpartition(".")
+        algorithm = getattr(importlib.import_module(module), name)
+        args = config.model.init_args
+        hparams = args.as_dict() if hasattr(args, "as_dict") else dict(args)
+        if not hasattr(algorithm, "network_kwargs"):
+            fail(key, f"{name} trains no policy/value network that a chain could start from")
+        nets.append(PolicyValueNet(**algorithm.network_kwargs(hparams)))
+    try:
+        transfer_weights(*nets)
+    except ValueError as e:
+        fail(key, f"this ablation's network cannot start from the source cell's: {e}")
+
+
 def source_of(trials: list[Any], cell: str, seed: int, out: Path) -> dict[str, Any]:
     """Where the seed's agent of ``cell`` is among the study's trials (:class:`~.results.Trial`): its
     run folder and its member index there (None: a single run)."""

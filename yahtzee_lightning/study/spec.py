@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from .chain import ID_KEY, resolve_start
+from .chain import ID_KEY, check_networks, resolve_start
 from .fit_config import accepts_ensemble, cell_id, compose, parse_fit_config, value_label
 from .hypothesis_file import Hypothesis, parse_hypotheses
 
@@ -301,6 +301,8 @@ def load_study(path: str | Path, profile: str | None = None, gpus_per_trial: flo
                 where = f"{key}.axes (cell {', '.join(f'{a}={v}' for a, v in labels.items())})"
                 parsed[cid] = reader.check(cbase, overrides, where)
                 study.cells[cid] = _cell(cid, cbase, overrides, parsed[cid], source)
+                if source:
+                    check_networks(parsed[source], parsed[cid], f"{key}.start_from", reader.fail)
             cells.append((cid, labels))
         study.ablations[name] = Ablation(name, list(axes), cells, ab_seeds, scheduler, source)
     study.exhibits = _exhibits(reader, raw.get("exhibits"), study)
