@@ -163,3 +163,17 @@ def test_a_stopped_experiment_keeps_the_chain_after_it_waiting(chained, tmp_path
     monkeypatch.setattr(runner, "run_experiment", failing)
     runner.run_study(study, tmp_path / "failed")
     assert ran == ["cells", "transfer"]
+
+    # The stopped study resumed with its first experiment finished: the count starts at the runs done.
+    from yahtzee_lightning.study.records import final_text
+
+    plan = plan_trials(study)
+    for t in plan:
+        if t.experiment == "cells":
+            (tmp_path / "stopped" / t.run_dir).mkdir(parents=True, exist_ok=True)
+            (tmp_path / "stopped" / t.run_dir / "final.json").write_text(final_text({"cell": t.cell}))
+    ran.clear()
+    runner.run_study(study, tmp_path / "stopped")
+    done = len({t.pack or t.name for t in plan if t.experiment == "cells"})
+    assert ran == ["transfer"] and runner._PROGRESS.ended == done > 0
+    assert runner._PROGRESS.total == len({t.pack or t.name for t in plan})

@@ -13,7 +13,6 @@ import itertools
 import os
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -21,12 +20,12 @@ from typing import Any
 from ray import tune
 
 from ..manifest import META, Manifest
-from ..progress import line_interval
 from .chain import source_of
 from .cluster import CLUSTER_RETRIES, check_address, check_nodes, trial_resources
 from .hypothesis_file import cell_label
 from .ownership import REPORT, beat, owned, study_session
 from .packing import ensemble_of, pack_trials
+from .progress_lines import Progress
 from .records import digested_text, log_session, read_final
 from .results import PLAN, Trial, read_plan, write_table
 from .schedulers import scheduler
@@ -130,42 +129,6 @@ def init_ray(address: str | None, cpus: int | None) -> int:
             # "local": a new instance, also where `ray start` left a cluster running on this machine
             ray.init(address="local", num_cpus=cpus or os.cpu_count() or 1, include_dashboard=False, **kwargs)
     return int(ray.cluster_resources().get("CPU", 1))
-
-
-class Progress:
-    """One line per trial that starts, finishes or fails, with the count ended (on stderr); between
-    them, at most one line every progress interval (``progress.line_interval``) for a trial that
-    reported an evaluation: its games, score and rate, so a study of hours is never silent."""
-
-    def __init__(self, total: int, labels: dict[str, str], clock: Callable[[], float] = time.monotonic) -> None:
-        self.total, self.labels, self.ended = total, labels, 0
-        self.clock, self.interval = clock, None  # read when a trial reports (not at import: see _PROGRESS)
-        self.last = clock()
-
-    def say(self, trial: Any, what: str, ended: bool = False) -> None:
-        beat()
-        self.ended += ended
-        self.line(trial, what)
-
-    def line(self, trial: Any, what: str) -> None:
-        name = str(trial)
-        print(f"[{self.ended}/{self.total}] {name} {self.labels.get(name, '')}: {what}", file=sys.stderr, flush=True)
-
-    def result(self, trial: Any, result: dict[str, Any]) -> None:
-        """A trial's evaluation: a line when the interval has passed since the last line of this kind."""
-        now = self.clock()
-        if self.interval is None:
-            self.interval = line_interval()
-        if now - self.last < self.interval or result.get("games") is None:
-            return
-        self.last = now
-        games, seconds = float(result["games"]), float(result.get("time_total_s") or 0.0)
-        what = [f"{games:,.0f} games"]
-        if result.get("eval/mean_score") is not None:
-            what.append(f"eval score {float(result['eval/mean_score']):.1f}")
-        if seconds > 0:
-            what.append(f"{games / seconds:,.0f} games/s")
-        self.line(trial, ", ".join(what))
 
 
 _PROGRESS = Progress(0, {})  # the running study's: a restored experiment's callback (unpickled by name) finds it
@@ -344,7 +307,8 @@ def _run_study(
     retries = (CLUSTER_RETRIES if address else 0) if retries is None else retries
     global _PROGRESS
     runs = len({t.pack or t.name for t in trials})
-    _PROGRESS = Progress(runs, _trial_labels(study))
+    finished = {t.pack or t.name for t in trials if read_final(out / t.run_dir / "final.json") is not None}
+    _PROGRESS = Progress(runs, _trial_labels(study), len(finished))
     print(
         f"study {study.name} (profile {study.profile}): {len(trials)} trials as {runs} runs on {cpus} CPUs into {out}",
         file=sys.stderr,
