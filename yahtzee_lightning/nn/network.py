@@ -183,7 +183,8 @@ class PolicyValueNet(nn.Module):
 def transfer_weights(source: PolicyValueNet, target: PolicyValueNet, reset_value_head: bool = False) -> None:
     """Start ``target`` from ``source``'s weights (a fine-tune, a transfer to another task).
 
-    The two networks must be the same shape, except that ``target`` may see more features
+    The two networks must be the same shape (dropout apart: it has no weights, and layers are
+    matched by :meth:`PolicyValueNet.layer_key`), except that ``target`` may see more features
     appended after ``source``'s (e.g. the ``two_player`` preset after ``full_game``): their
     first-layer weights start at zero, so ``target`` plays exactly as ``source`` until it learns
     to use them. ``reset_value_head`` zeroes the value head's output layer (the value starts at
