@@ -11,8 +11,11 @@ import yaml
 from safetensors.torch import load_file
 
 from yahtzee_lightning.hub.cli import agent_from_checkpoint
-from yahtzee_lightning.study.chain import start_weights
+from yahtzee_lightning.study.aggregates import table_improvement
+from yahtzee_lightning.study.chain import scratch_twin, start_weights
+from yahtzee_lightning.study.claims import write_claims
 from yahtzee_lightning.study.context import Context, agents
+from yahtzee_lightning.study.report import beside_the_mean
 from yahtzee_lightning.study.results import load_plan, load_table
 from yahtzee_lightning.study.runner import plan_trials
 from yahtzee_lightning.study.spec import StudyError, load_study
@@ -32,13 +35,15 @@ TINY = {
 }
 
 
-def _write(tmp_path: Path, transfer: dict, name: str = "chain") -> Path:
+def _write(tmp_path: Path, transfer: dict, name: str = "chain", scratch: bool = False) -> Path:
+    """A single-turn ablation and a chain from it (``scratch``: and the chain's settings from a random start)."""
     study = {
         "name": "chain",
         "seeds": [0, 1],
         "profiles": {"smoke": {"set": TINY}},
         "ablations": {
             "single_turn": {"base": f"{CONF}/single_turn.yaml", "axes": {"model.init_args.lr": [0.001, 0.003]}},
+            **({"scratch": {"base": f"{CONF}/reinforce_cpu.yaml"}} if scratch else {}),
             "transfer": {"base": f"{CONF}/reinforce_cpu.yaml", **transfer},
         },
         "exhibits": {"T1": "all"},
@@ -109,7 +114,8 @@ def test_a_chain_whose_source_has_not_finished_is_refused(tmp_path):
     assert not (tmp_path / "run" / "start").exists()
 
 
-def test_each_chained_run_starts_from_its_own_seeds_source_agent(chained, tmp_path, default_table):
+def test_each_chained_run_starts_from_its_own_seeds_source_agent(tmp_path, default_table):
+    chained = _write(tmp_path, START, scratch=True)
     out = tmp_path / "out"
     command = [sys.executable, "-m", "yahtzee_lightning.cli", "study", "run", str(chained), "--out", str(out)]
     done = subprocess.run([*command, "--cpus", "1"], cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -139,6 +145,20 @@ def test_each_chained_run_starts_from_its_own_seeds_source_agent(chained, tmp_pa
     # ... and in the ablation's legends too (a chained cell without axes; not "base").
     assert ctx.label(*study.ablations["transfer"].cells[0]) == "fine-tuned from single-turn agents"
     assert ctx.label(*study.ablations["single_turn"].cells[0]) == "lr=0.001"
+    # The comparison a transfer is for: against its settings from a random start (the scratch cell),
+    # in the claims and in A2, whose pairs never cross ablations otherwise.
+    scratch = study.ablations["scratch"].cells[0][0]
+    assert scratch_twin(study, study.ablations["transfer"].cells[0][0]) == ("scratch", scratch)
+    write_claims(ctx, tmp_path / "claims.md")
+    claims = [line for line in (tmp_path / "claims.md").read_text().splitlines() if line.startswith("| transfer |")]
+    assert len(claims) == 1 and "vs the same settings from a random start (scratch: base)" in claims[0]
+    assert beside_the_mean(study)["A2"] == ["scratch", "single_turn", "transfer"]  # a chain, and its twin
+    table_improvement(ctx, ["single_turn", "scratch", "transfer"], tmp_path / "A2.md")
+    pairs = [line.split(" | ")[:2] for line in (tmp_path / "A2.md").read_text().splitlines()[2:]]
+    assert pairs == [
+        ["| single_turn: lr=0.001", "single_turn: lr=0.003"],
+        ["| transfer: fine-tuned from single-turn agents", "scratch: base"],
+    ]
 
 
 def test_a_stopped_experiment_keeps_the_chain_after_it_waiting(chained, tmp_path, monkeypatch):

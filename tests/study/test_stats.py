@@ -9,7 +9,7 @@ import pytest
 from yahtzee_lightning.study.claims import ordering_claims
 from yahtzee_lightning.study.context import Series, bounds, stat
 from yahtzee_lightning.study.factorial import RESOLVED_NOT
-from yahtzee_lightning.study.stats import against, interval, method_text, t_quantile, welch
+from yahtzee_lightning.study.stats import BOOTSTRAP, against, interval, method_text, t_quantile, welch
 
 
 def _t_cdf_by_integration(x: float, df: int, steps: int = 200_000) -> float:
@@ -56,6 +56,8 @@ def test_one_seed_gives_no_interval_and_says_so():
     assert one.text() == "187.5"
     assert "one seed has no interval" in method_text({1})
     assert "n - 1 degrees of freedom" in method_text({2, 4}) and "n = 2 / 4" in method_text({2, 4})
+    boot = method_text({4}, BOOTSTRAP)  # the aggregates resample seeds: no t interval, no df, in their caption
+    assert "95 % stratified bootstrap" in boot and "Student" not in boot and "df" not in boot
     assert not welch([1.0], [2.0, 3.0]).resolved and "no test with one seed" in welch([1.0], [2.0, 3.0]).text()
 
 

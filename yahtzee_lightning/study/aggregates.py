@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .chain import scratch_twin
 from .context import Context, Series, collapsed, markdown_table, new_figure, reference_lines, save_figure
 from .stats import bootstrap, iqm, performance_profile, probability_of_improvement
 
@@ -19,12 +20,18 @@ def _done_finals(s: Series) -> pd.DataFrame:
     return f[f["status"] == "done"] if "status" in f else f
 
 
+def _scores(s: Series) -> np.ndarray:
+    """A cell's finished seeds' final mean scores."""
+    f = _done_finals(s)
+    return f["mean_score"].dropna().to_numpy() if "mean_score" in f else np.array([])
+
+
 def table_aggregates(ctx: Context, ablations: list[str], path: Path) -> int:
     """A1: per cell, the final mean score's mean, median and interquartile mean over seeds, each with
     its stratified bootstrap interval, and how many seeds collapsed."""
     rows = []
     for s in ctx.all_series(ablations):
-        x = _done_finals(s)["mean_score"].dropna().to_numpy() if "mean_score" in s.finals else []
+        x = _scores(s)
         if not len(x):
             continue
         cells = []
@@ -38,16 +45,23 @@ def table_aggregates(ctx: Context, ablations: list[str], path: Path) -> int:
 
 
 def table_improvement(ctx: Context, ablations: list[str], path: Path) -> int:
-    """A2: for every ordered pair of cells, the probability that a seed of the first ends above a seed
-    of the second (final mean score), with its stratified bootstrap interval."""
-    series = [(s.label, _done_finals(s)["mean_score"].dropna().to_numpy()) for s in ctx.all_series(ablations)]
-    series = [(label, x) for label, x in series if len(x)]
+    """A2: for every pair of cells of one ablation, and each chained cell against its settings from a
+    random start (``chain.scratch_twin``), the probability that a seed of the first ends above a seed
+    of the second (final mean score), with its stratified bootstrap interval. Cells of different
+    ablations vary more than one thing at a time: no pair."""
+    series = [s for s in ctx.all_series(ablations) if len(_scores(s))]
+    by_cell = {s.cell: s for s in series}
+    pairs = [(a, b) for i, a in enumerate(series) for b in series[i + 1 :] if a.ablation == b.ablation]
+    for s in series:
+        twin = scratch_twin(ctx.study, s.cell) if ctx.study.cells[s.cell].start_from else None
+        if twin and twin[1] in by_cell:
+            pairs.append((s, by_cell[twin[1]]))
     rows = []
-    for i, (a, x) in enumerate(series):
-        for b, y in series[i + 1 :]:
-            est, low, high = bootstrap(probability_of_improvement, x, y)
-            interval = f" [{low:.2f}, {high:.2f}]" if not math.isnan(low) else ""
-            rows.append([a, b, f"{est:.2f}{interval}", f"{len(x)} vs {len(y)}"])
+    for a, b in pairs:
+        x, y = _scores(a), _scores(b)
+        est, low, high = bootstrap(probability_of_improvement, x, y)
+        interval = f" [{low:.2f}, {high:.2f}]" if not math.isnan(low) else ""
+        rows.append([a.label, b.label, f"{est:.2f}{interval}", f"{len(x)} vs {len(y)}"])
     path.write_text(markdown_table(["X", "Y", "P(X > Y) [95 % interval]", "seeds"], rows))
     return len(rows)
 

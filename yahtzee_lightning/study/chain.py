@@ -80,6 +80,19 @@ def check_networks(source: Any, target: Any, key: str, fail: Callable[[str, str]
         fail(key, f"this ablation's network cannot start from the source cell's: {e}")
 
 
+def scratch_twin(study: Any, cell_id: str) -> tuple[str, str] | None:
+    """``(ablation, cell)``: the study's cell with a chained cell's very settings trained from a random
+    start (its base file and keys, no ``start_from``), the comparison a transfer is made for; None
+    where the study has none."""
+    cell = study.cells[cell_id]
+    for name, ab in study.ablations.items():
+        for cid, _ in ab.cells:
+            other = study.cells[cid]
+            if not other.start_from and (other.base, other.overrides) == (cell.base, cell.overrides):
+                return name, cid
+    return None
+
+
 def source_of(trials: list[Any], cell: str, seed: int, out: Path) -> dict[str, Any]:
     """Where the seed's agent of ``cell`` is among the study's trials (:class:`~.results.Trial`): its
     run folder and its member index there (None: a single run)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import hypotheses
+from .chain import scratch_twin
 from .context import Context, Series, agents, collapsed, markdown_table
 from .factorial import factorial_claims, verdict
 from .results import COLLAPSE_WINDOW, DEAD_VALUE, FALLEN, NARROW_KEEP
@@ -49,6 +50,24 @@ def ordering_claims(ctx: Context, ablation: str) -> list[list[str]]:
             ]
         )
     return rows + [[ablation, s.label, "no finished seed yet", PENDING] for s in series if not finished(s)]
+
+
+def chain_claims(ctx: Context, ablation: str) -> list[list[str]]:
+    """Rows for a chained ablation: each cell against its settings trained from a random start, where
+    the study has them (``chain.scratch_twin``): the comparison a transfer is made for, not ranked."""
+    rows = []
+    for s in ctx.series(ablation):
+        twin = scratch_twin(ctx.study, s.cell)
+        if twin is None or not finished(s):
+            continue
+        other = next(o for o in ctx.series(twin[0]) if o.cell == twin[1])
+        if finished(other):
+            c = welch(s.finals["mean_score"], other.finals["mean_score"])
+            what = f"{s.label} vs the same settings from a random start ({twin[0]}: {other.label})"
+            rows.append(
+                [ablation, what, c.text(), verdict(c, f"{s.label} {'>' if c.effect > 0 else '<'} from a random start")]
+            )
+    return rows
 
 
 def finished(s: Series) -> bool:
@@ -137,6 +156,7 @@ def write_claims(ctx: Context, path: Path) -> int:
     for name, ab in study.ablations.items():
         if not ab.scheduler and len(ab.cells) > 1:
             rows += ordering_claims(ctx, name) + factorial_claims(ctx, name)
+        rows += chain_claims(ctx, name) if ab.start_from else []
     rows += greedy_claims(ctx, [n for n, ab in study.ablations.items() if not ab.scheduler])
     count += len(rows)
     header = ["ablation", "comparison (final mean score unless named)", "difference [95 % interval] (test, n, df, p)"]

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..game import BOX_NAMES
 from ..manifest import MANIFEST, Manifest, file_sha256
 from .aggregates import draw_profiles, table_aggregates, table_improvement
+from .chain import scratch_twin
 from .claims import write_claims
 from .context import (
     KEY_BOXES,
@@ -40,6 +41,7 @@ from .ownership import REPORT, locked
 from .provenance import provenance_lines, setting_lines
 from .records import SESSIONS, read_lines
 from .spec import EXHIBIT_IDS, Study, StudyError
+from .stats import BOOTSTRAP
 from .tables import (
     FRESH,
     table_distribution,
@@ -49,14 +51,14 @@ from .tables import (
 )
 
 BARS, TABLE = "error bars", "brackets"
-BOOT = "stratified bootstrap"
 CLAIMS = "claims.md"
 CLAIMS_NOTE = (
     "Confirmatory: the study file's hypotheses, written down before the runs, each tested as written (two-sided "
     "p; Welch's t-test between cells, a paired t-test against a reference player on each seed's own games, a "
     "one-sample t-test against a number, the Brown-Forsythe test for a spread over seeds), with Holm's correction "
     "across them. Exploratory, and labelled so: every other comparison, without correction: within each ablation "
-    "each cell against the next one down by its final mean (pairs chosen after ranking), the factorial effects "
+    "each cell against the next one down by its final mean (pairs chosen after ranking), a chained cell (a "
+    "transfer) against its settings trained from a random start, the factorial effects "
     "(contrasts of cell means, Welch-Satterthwaite df), each agent of T1 (picked after the fact) against the "
     "greedy player on each seed's own games (paired) and its median of games against the paper's 241.78. Not "
     "resolved at this n: the interval holds 0, so these seeds cannot order the two; a difference as large as the "
@@ -146,9 +148,11 @@ EXHIBITS: dict[str, Exhibit] = {
     "R1": Exhibit(
         "Regret against the optimal player on the same dice, by box scored and by turn", draw_regret, spread=BARS
     ),
-    "A1": Exhibit("Final mean score over seeds: mean, median and interquartile mean", table_aggregates, "md", BOOT),
-    "A2": Exhibit("Probability of improvement between cells", table_improvement, "md", BOOT),
-    "A3": Exhibit("Performance profiles: the share of seeds above each score", draw_profiles, spread=BOOT),
+    "A1": Exhibit(
+        "Final mean score over seeds: mean, median and interquartile mean", table_aggregates, "md", BOOTSTRAP
+    ),
+    "A2": Exhibit("Probability of improvement between cells", table_improvement, "md", BOOTSTRAP),
+    "A3": Exhibit("Performance profiles: the share of seeds above each score", draw_profiles, spread=BOOTSTRAP),
 }
 
 
@@ -177,7 +181,9 @@ NOTES = {
     "(counted in, not left out).",
     "A2": "P(X > Y): the chance that a seed of X ends with a higher final mean score than a seed of Y (ties count "
     "half; the Mann-Whitney U over the pairs), with its 95 % stratified bootstrap interval (each cell's seeds "
-    "resampled on their own). 0.5: no order.",
+    "resampled on their own). 0.5: no order. Pairs: the cells of one ablation, and a chained cell (a transfer) "
+    "against its settings trained from a random start; cells of different ablations differ in more than one "
+    "setting and are not paired.",
     "A3": "For each score tau, the share of a cell's seeds whose final mean score is above it (a run-score "
     "distribution); band: 95 % stratified bootstrap interval. Dashed: the exact optimum, dotted: the greedy player.",
     "S4": "Per box in full games (where every box is filled once), the greedy and optimal players on the same games.",
@@ -292,8 +298,11 @@ def _write_report(out: Path, force: bool) -> Path:
 def beside_the_mean(study: Study) -> dict[str, list[str]]:
     """A1-A3 (median and IQM, probability of improvement, performance profiles) for every report: of the
     ablations of the algorithm comparison (F1's) where the study draws it, else of every ablation
-    without a scheduler; a study file may name them itself."""
-    pool = [n for n, ab in study.ablations.items() if not ab.scheduler and len(ab.cells) > 1]
+    without a scheduler (and a chain's settings from a random start); a study file may name them itself."""
+    pool = [n for n, ab in study.ablations.items() if not ab.scheduler and (len(ab.cells) > 1 or ab.start_from)]
+    chained = [c for n in pool if study.ablations[n].start_from for c, _ in study.ablations[n].cells]
+    twins = {twin[0] for c in chained if (twin := scratch_twin(study, c))}  # what a transfer is compared with
+    pool = [n for n in study.ablations if n in pool or n in twins]
     source = study.exhibits.get("F1", pool)
     return {eid: source for eid in ("A1", "A2", "A3") if eid not in study.exhibits and source}
 

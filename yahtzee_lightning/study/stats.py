@@ -19,6 +19,8 @@ import numpy as np
 
 LEVEL = 0.95
 METHOD = "Student's t interval with n - 1 degrees of freedom over seeds"
+#: ``method_text``'s ``what`` for intervals that resample the seeds instead (``bootstrap``).
+BOOTSTRAP = "stratified bootstrap"
 
 
 @cache
@@ -142,6 +144,9 @@ def method_text(ns: Iterable[int], what: str = "") -> str:
     """The caption's account of the intervals: the method, the n, and what happens with one seed."""
     ns = sorted(set(ns))
     seeds = " / ".join(map(str, ns)) or "0"
+    if what == BOOTSTRAP:
+        text = f"n = {seeds} seeds a cell; intervals: 95 % {BOOTSTRAP} over the seeds (percentile)"
+        return text + ("; a cell with one seed has no interval" if 1 in ns else "")
     text = f"mean over n = {seeds} seeds a cell"
     if any(n > 1 for n in ns):
         dfs = " / ".join(str(n - 1) for n in ns if n > 1)
