@@ -223,3 +223,14 @@ def test_the_reports_first_lines_say_where_the_network_and_budget_are_smaller_th
     assert "trunk 128 x 2, 500,000 games a run" in line and "smaller than the paper's, the same for every cell" in line
     paper = {k: Cell(k, c.base, {}, total_games=1_000_000) for k, c in cells.items()}  # the configs' own 600 x 3
     assert "as in the paper" in setting_lines(SimpleNamespace(study=SimpleNamespace(cells=paper)))[0]
+
+
+def test_an_axis_of_two_values_gets_its_upper_bonus_rate_compared_beside_its_ranked_scores():
+    cells = {"lam05": [226.0, 224.0, 230.0, 228.0], "lam095": [225.0, 227.0, 225.0, 228.0]}
+    bonus = {"lam05": [0.12, 0.10, 0.14, 0.15], "lam095": [0.27, 0.26, 0.30, 0.32]}
+    extra = {c: {s: {"upper_bonus_rate": b} for s, b in enumerate(v)} for c, v in bonus.items()}
+    labels = {"lam05": {"model.init_args.gae_lambda": "0.5"}, "lam095": {"model.init_args.gae_lambda": "0.95"}}
+    ctx = _context(cells, [], extra, axes=("model.init_args.gae_lambda",), labels=labels)
+    rows = factorial_claims(ctx, "algorithm")
+    assert [r[1] for r in rows] == ["upper-bonus rate, points of %: gae_lambda 0.95 vs 0.5 (factorial)"]
+    assert rows[0][2].startswith("+16.0 [") and "**an effect**" in rows[0][3]  # 28.75 - 12.75 points of %

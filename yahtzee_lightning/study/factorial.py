@@ -38,7 +38,8 @@ def factorial_claims(ctx: Context, ablation: str) -> list[list[str]]:
     """An ablation's axes as a factorial: with two axes, each axis's main effect (each value against
     the first, averaged over the other axis's values) and their interaction (how much the second
     axis's effect, last value against first, changes between the first axis's values); with one
-    ordered axis of three values or more, its linear trend (the change per step of the axis as listed). Contrasts
+    ordered axis of three values or more, its linear trend (the change per step of the axis as listed); with one
+    axis of two values, their difference in the upper-bonus rate (the score's is a ranked pair). Contrasts
     of cell means over seeds, for the final mean score and the upper-bonus rate."""
     ab = ctx.study.ablations[ablation]
     axes = [a for a in ab.axes if len({labels[a] for _, labels in ab.cells}) > 1]
@@ -67,6 +68,9 @@ def factorial_claims(ctx: Context, ablation: str) -> list[list[str]]:
         ss = sum((i - (k - 1) / 2) ** 2 for i in range(k))
         coefs = {(label,): (i - (k - 1) / 2) / ss for i, label in enumerate(values[axes[0]])}
         contrasts.append((f"linear trend over {_short(axes[0])} {', '.join(values[axes[0]])} (per step)", coefs))
+    elif len(axes) == 1 and len(values[axes[0]]) == 2:
+        first, second = values[axes[0]]
+        contrasts.append((f"{_short(axes[0])} {second} vs {first}", {(second,): 1.0, (first,): -1.0}))
     t = ctx.table
     done = t[(t["stage"] == "final") & (t["status"] == "done") & t["seed"].isin(ab.seeds)]
     rows = []
@@ -76,6 +80,8 @@ def factorial_claims(ctx: Context, ablation: str) -> list[list[str]]:
         scale = 100.0 if metric.endswith("_rate") else 1.0
         data = {k: scale * done.loc[done["cell"] == cid, metric].to_numpy() for k, cid in cells.items()}
         for name, coefs in contrasts:
+            if metric == "mean_score" and len(coefs) == 2:
+                continue  # two cells' scores: a ranked pair of ordering_claims already
             c = contrast(list(data.values()), [coefs.get(k, 0.0) for k in data])
             rows.append([ablation, f"{unit}: {name} (factorial)", c.text(), verdict(c, "an effect")])
     return rows
