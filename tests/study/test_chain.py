@@ -72,6 +72,10 @@ def test_a_chained_cell_trains_a_trial_per_seed_after_its_source(chained):
     chain = [t for t in trials if t.experiment == "transfer"]
     assert [t.seeds for t in chain] == [[0], [1]]  # each seed from its own agent: never an ensemble
     assert all(t.experiment == "cells" for t in trials if t not in chain)
+    # Progress lines name a chained trial by where it starts, as the report's legends do (not "base").
+    from yahtzee_lightning.study.runner import _trial_labels
+
+    assert {_trial_labels(study)[t.name] for t in chain} == {"(transfer: fine-tuned from single-turn agents)"}
     # The same settings from a random start are another cell.
     scratch = load_study(_write(chained.parent, {}, "scratch"))
     assert ab.cells[0][0] not in scratch.cells

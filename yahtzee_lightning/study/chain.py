@@ -80,6 +80,17 @@ def check_networks(source: Any, target: Any, key: str, fail: Callable[[str, str]
         fail(key, f"this ablation's network cannot start from the source cell's: {e}")
 
 
+def chain_label(study: Any, cell_id: str, labels: dict[str, str]) -> str:
+    """A cell's label (``hypothesis_file.cell_label``), and a chained cell without axes named by where
+    it starts (``fine-tuned from single-turn agents``), not ``base``: for legends and progress lines."""
+    from .hypothesis_file import cell_label
+
+    source = study.cells.get(study.cells[cell_id].start_from or "")
+    if labels or source is None:
+        return cell_label(labels)
+    return f"fine-tuned from {source.task.replace('_', '-')} agents"
+
+
 def scratch_twin(study: Any, cell_id: str) -> tuple[str, str] | None:
     """``(ablation, cell)``: the study's cell with a chained cell's very settings trained from a random
     start (its base file and keys, no ``start_from``), the comparison a transfer is made for; None

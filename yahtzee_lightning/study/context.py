@@ -17,7 +17,7 @@ import pandas as pd
 from ..digest import record_sha256
 from ..game import BOX_NAMES
 from ..game.rules import UPPER_BONUS
-from .hypothesis_file import cell_label
+from .chain import chain_label
 from .records import digested_text, read_record
 from .results import load_plan, load_table, optimal_summary
 from .results import reference_columns as reference_columns_of
@@ -66,9 +66,7 @@ class Context:
         chained cell without axes by where it starts (not ``base``)."""
         if "config" in labels:
             labels = {**labels, "config": recipe(self.study.cells[cell_id])}
-        source = self.study.cells.get(self.study.cells[cell_id].start_from or "")
-        chained = f"fine-tuned from {source.task.replace('_', '-')} agents" if source else ""
-        return cell_label(labels) if labels or not source else chained
+        return chain_label(self.study, cell_id, labels)
 
     def series(self, ablation: str) -> list[Series]:
         ab = self.study.ablations[ablation]

@@ -20,9 +20,8 @@ from typing import Any
 from ray import tune
 
 from ..manifest import META, Manifest
-from .chain import source_of
+from .chain import chain_label, source_of
 from .cluster import CLUSTER_RETRIES, check_address, check_nodes, trial_resources
-from .hypothesis_file import cell_label
 from .ownership import REPORT, beat, owned, study_session
 from .packing import ensemble_of, pack_trials
 from .progress_lines import Progress
@@ -360,5 +359,5 @@ def _trial_labels(study: Study) -> dict[str, str]:
                 continue
             for cell_id, cell_labels in ab.cells:
                 if cell_id == trial.cell:
-                    labels.setdefault(trial.name, f"({ab.name}: {cell_label(cell_labels)})")
+                    labels.setdefault(trial.name, f"({ab.name}: {chain_label(study, cell_id, cell_labels)})")
     return labels
