@@ -167,6 +167,8 @@ CURVE = (
     "when training stopped. The legend counts a cell's collapsed seeds (at their last evaluations: a dead value "
     "head, random keeps, keeps narrowed onto three patterns, or a score fallen below 80 % of its best)."
 )
+#: F14-F16 read diagnostics logged since a later version: a study resumed across it has lines that start late.
+LATE = " A line that starts after the first evaluation: its runs logged this quantity only from there on."
 LEGEND = "The legend names what each line trains: the algorithm and its advantage (TD(0), GAE(lambda), Monte Carlo)."
 NOTES = {
     "S1": CURVE.format(what="single-turn score (points in one turn from a random partly filled card)")
@@ -210,14 +212,17 @@ NOTES = {
     + " "
     + LEGEND,
     "F14": CURVE.format(
-        what="the approximate KL divergence of the updated policy from the one that collected the batch, on the "
+        what="approximate KL divergence of the updated policy from the one that collected the batch, on the "
         "last logged update before the evaluation (every log_every-th update is logged)"
-    ),
+    )
+    + LATE,
     "F15": CURVE.format(
-        what="the share of the last logged batch's rolling decisions that took one of the three most used keeps "
+        what="share of the last logged batch's rolling decisions that took one of the three most used keeps "
         "(near 1: the keep head has collapsed onto a few patterns)"
-    ),
-    "F16": CURVE.format(what="the value loss (squared error to the returns) on the last logged update")
+    )
+    + LATE,
+    "F16": CURVE.format(what="value loss (squared error to the returns) on the last logged update")
+    + LATE
     + " Each algorithm fits its own targets (REINFORCE the whole game's returns, A2C's TD(0) one step ahead, GAE "
     "between them): a level compares over one algorithm's training, not between algorithms.",
     "T1": "Agents: the best cell (final mean score over seeds) of each algorithm, picked after the fact among the "
