@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .fit_config import value_label
+from .fit_config import model_class, value_label
 
 START = "start"  # a chained run folder's copy of the agent it started from
 #: The key that makes a chained cell's id differ from the same settings trained from scratch.
@@ -61,18 +61,15 @@ def check_networks(source: Any, target: Any, key: str, fail: Callable[[str, str]
     """``fail(key, ...)`` where a chained cell's network cannot take its source cell's weights
     (``source``, ``target``: the two cells' parsed fit configs): another width or roll head,
     features not appended after the source's. ``study check`` says so before the source trains."""
-    import importlib
-
     from ..nn import PolicyValueNet, transfer_weights
 
     nets = []
     for config in (source, target):
-        module, _, name = config.model.class_path.rpartition(".")
-        algorithm = getattr(importlib.import_module(module), name)
+        algorithm = model_class(config.model.class_path)
         args = config.model.init_args
         hparams = args.as_dict() if hasattr(args, "as_dict") else dict(args)
         if not hasattr(algorithm, "network_kwargs"):
-            fail(key, f"{name} trains no policy/value network that a chain could start from")
+            fail(key, f"{config.model.class_path} trains no policy/value network that a chain could start from")
         nets.append(PolicyValueNet(**algorithm.network_kwargs(hparams)))
     try:
         transfer_weights(*nets)

@@ -74,15 +74,24 @@ def parse_fit_config(config: dict[str, Any]) -> Any:
     return cli.config
 
 
-def accepts_ensemble(class_path: str) -> bool:
-    """Whether the model class takes an ``ensemble`` argument (K members trained in one process)."""
+def model_class(class_path: str) -> type | None:
+    """The model class a config's ``class_path`` names (a short name: one of this package's
+    algorithms); None where it does not import (the config's parse says why)."""
     import importlib
-    import inspect
 
     module, _, name = class_path.rpartition(".")
     try:
-        cls = getattr(importlib.import_module(module), name)
+        return getattr(importlib.import_module(module or "yahtzee_lightning.algorithms"), name)
     except (ImportError, AttributeError, ValueError):
+        return None
+
+
+def accepts_ensemble(class_path: str) -> bool:
+    """Whether the model class takes an ``ensemble`` argument (K members trained in one process)."""
+    import inspect
+
+    cls = model_class(class_path)
+    if cls is None:
         return False
     # An algorithm may take it through ``**kwargs`` from the class it extends.
     return any("ensemble" in inspect.signature(c.__init__).parameters for c in cls.__mro__ if "__init__" in vars(c))

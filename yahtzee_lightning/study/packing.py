@@ -18,13 +18,12 @@ requires each named ablation's cells to share one ensemble, and names the cell t
 from __future__ import annotations
 
 import hashlib
-import importlib
 import inspect
 import json
 from pathlib import Path
 from typing import Any
 
-from .fit_config import compose
+from .fit_config import compose, model_class
 from .hypothesis_file import cell_label
 from .results import Trial
 from .spec import Cell, Study, StudyError
@@ -44,14 +43,6 @@ def _flat(config: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _model_class(class_path: str) -> type | None:
-    module, _, name = class_path.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module or "yahtzee_lightning.algorithms"), name)
-    except (ImportError, AttributeError, ValueError):
-        return None
-
-
 def _default(cls: type, name: str) -> Any:
     """A setting's default in the model class (or in a class it extends)."""
     for c in cls.__mro__:
@@ -68,7 +59,7 @@ class _Settings:
         self.cell = cell
         flat = {k: v for k, v in _flat(compose(Path(cell.base).read_text(), cell.overrides)).items()}
         self.class_path = str(flat.get("model.class_path", ""))
-        self.cls = _model_class(self.class_path) if cell.accepts_ensemble else None
+        self.cls = model_class(self.class_path) if cell.accepts_ensemble else None
         shared = set(getattr(self.cls, "SHARED_SETTINGS", ())) | set(getattr(self.cls, "NETWORK_KEYS", ()))
         self.own: dict[str, Any] = {}
         self.shared: dict[str, Any] = {}
