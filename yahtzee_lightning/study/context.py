@@ -350,7 +350,7 @@ def agents(ctx: Context, ablations: list[str]) -> list[Series]:
         cell = ctx.study.cells[s.cell]
         source = ctx.study.cells.get(cell.start_from or "")
         s.label = recipe(cell) + (" (single-turn, transferred)" if cell.task == "single_turn" else "")
-        s.label += f" (fine-tuned from {source.task.replace('_', '-')} agents)" if source else ""
+        s.label += f" ({chain_label(ctx.study, s.cell, {})})" if source else ""
         s.picked_from = rivals[key]
         out.append(s)
     return out
