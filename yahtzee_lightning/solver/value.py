@@ -102,7 +102,7 @@ def value_table(value: ValueFn, rules: Rules, device: torch.device | str = "cpu"
     for s in range(0, masks.numel(), chunk):
         sl = slice(s, s + chunk)
         out[sl] = value(masks[sl], uppers[sl], flags[sl]).to(torch.float64)
-    out[finished(torch.stack([masks, uppers, flags], -1), rules)] = 0.0
+    out[finished(masks.unsqueeze(-1), rules)] = 0.0  # it reads the mask alone: no (N, 3) copy of the table
     return out.view(N_MASKS, N_UPPER, 2)
 
 
