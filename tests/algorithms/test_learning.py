@@ -98,17 +98,15 @@ def test_every_update_learns_from_games_played_with_its_current_weights():
     import lightning as L
 
     from yahtzee_lightning.env import keys as K
-    from yahtzee_lightning.nn import LOG_PROB, distribution
+    from yahtzee_lightning.nn import LOG_PROB, as_played
 
     gaps = []
 
     class Probe(Reinforce):
         def learn(self, batch):
             flat = batch.reshape(-1)
-            with torch.no_grad():
-                self.net.eval()
-                log_prob = distribution(self.net, flat)[0].log_prob(flat[K.KEEP], flat[K.BOX])
-                self.net.train()
+            with torch.no_grad():  # the network as it acted: under the dropout masks it recorded
+                log_prob = as_played(self.net, flat)[0].log_prob(flat[K.KEEP], flat[K.BOX])
             gaps.append(float((log_prob - flat[LOG_PROB]).abs().max()))
             return super().learn(batch)
 
@@ -127,7 +125,9 @@ def test_stored_values_are_the_current_networks(task):
     from yahtzee_lightning.env import keys as K
     from yahtzee_lightning.nn import VALUE
 
-    model = A2C(d_h=16, n_layers=1, head_hidden=8, total_games=8, games_per_batch=4, task=task, start_card="random")
+    model = A2C(
+        d_h=16, n_layers=1, head_hidden=8, dropout=0.0, total_games=8, games_per_batch=4, task=task, start_card="random"
+    )
     batch = model.collect()
     model.net.eval()
     with torch.no_grad():

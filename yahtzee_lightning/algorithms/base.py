@@ -133,6 +133,7 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
         self.automatic_optimization = False
         self.rules = Rules(joker=joker, yahtzee_bonus=yahtzee_bonus, boxes=tuple(boxes) if boxes else tuple(range(13)))
         self.net = self.build_network()
+        self.check_dropout(self.net)
         if init_from:
             self._load_network(init_from)
         self.build_ensemble()

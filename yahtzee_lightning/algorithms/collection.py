@@ -122,6 +122,8 @@ class Collection:
         policy = self.collection_policy()
         if isinstance(policy, PolicyModule):
             policy.generators = generators
+            # It acts under dropout masks it draws and records; the update replays them (on-policy).
+            policy.record_dropout = True
         return _Players(env, policy, generators)
 
     def own_generator(self) -> contextlib.AbstractContextManager:
@@ -163,8 +165,10 @@ class Collection:
         """A batch ``(games_per_batch, steps)`` of whole games played now with the current weights.
 
         The steps are written into the same preallocated TensorDict every update (``last_batch``),
-        on the module's device: no copy to the host, no allocation per batch. The network plays in
-        eval mode (no dropout), switched once for the whole rollout.
+        on the module's device: no copy to the host, no allocation per batch. A network with dropout
+        plays under masks drawn for each step and kept in the batch (``dropout_mask``), which the
+        update replays: it learns the policy that acted. (Eval mode, switched once for the rollout,
+        is only the mode a step without a given mask would use.)
 
         The loop is TorchRL's ``env.rollout(steps, policy, break_when_any_done=False)`` (a test
         checks they give the same batch) without its check for finished games after every step,

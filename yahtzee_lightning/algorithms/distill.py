@@ -28,7 +28,7 @@ from tensordict import TensorDictBase
 
 from ..env import keys as K
 from ..game.engine import draw
-from ..nn import PolicyModule, PolicyValueNet, TurnDistribution, carried, distribution
+from ..nn import PolicyModule, PolicyValueNet, TurnDistribution, as_played
 from ..solver import TurnOracle, choice_regret
 from .base import OnPolicyAlgorithm
 from .policy_gradient import masked_mean
@@ -165,7 +165,7 @@ class Distill(OnPolicyAlgorithm):
     # --------------------------------------------------------------- the loss
     def loss_parts(self, obs: TensorDictBase) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """The loss terms on a flat batch of labelled steps, and the diagnostics of the greedy student."""
-        dist, value = distribution(self.net, obs, carried(obs))
+        dist, value = as_played(self.net, obs)
         rolling = dist.rolling
         kv, bv = obs[KEEP_VALUES], obs[BOX_VALUES]
         best_v = torch.where(rolling, kv.amax(-1), bv.amax(-1))

@@ -15,7 +15,7 @@ from torchrl.objectives.value.functional import generalized_advantage_estimate
 
 from ..env import keys as K
 from ..metrics import approx_kl, explained_variance
-from ..nn import VALUE, carried, distribution, eval_mode
+from ..nn import VALUE, as_played, eval_mode
 
 
 def masked_mean(x: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
@@ -32,6 +32,10 @@ def read_stats(stats: dict[str, torch.Tensor | float]) -> dict[str, float]:
     return {k: read[k] if k in read else float(v) for k, v in stats.items()}
 
 
+#: The saturation signs :meth:`PolicyGradient.saturation` logs (metrics, not loss terms).
+SATURATION = ("max_logit_keep", "max_logit_box", "log_prob_taken")
+
+
 class PolicyGradient:
     """The parts of a policy-gradient update, on the module's network ``self.net``."""
 
@@ -43,7 +47,7 @@ class PolicyGradient:
         Each head's entropy is averaged over the steps where that head acts. ``dist_value``: the
         network's ``(distribution, value)`` on ``obs`` when the caller has it already.
         """
-        dist, value = dist_value or distribution(self.net, obs, carried(obs))
+        dist, value = dist_value or as_played(self.net, obs)
         log_prob = dist.log_prob(obs[K.KEEP], obs[K.BOX])
         rolling = dist.rolling
         ent_keep = (dist.keep_entropy() * rolling).sum() / rolling.sum().clamp(min=1)
@@ -59,8 +63,8 @@ class PolicyGradient:
         """``V(s_t+1)`` of every step ``(games, steps)``, mostly from the values stored at collection.
 
         A batch is played with the current weights (:meth:`collect` runs at the start of the
-        update, dropout off), so the value stored at step ``t + 1`` is the next state's value of
-        step ``t``: only the batch's last step needs a forward pass. (After a game's last step
+        update, under the masks the update replays), so the value stored at step ``t + 1`` is the
+        next state's value of step ``t``: only the batch's last step needs a forward pass. (After a game's last step
         the next step belongs to a new game, but a terminal step's next value is never used.)
         """
         last = batch["next"][..., -1]
@@ -76,7 +80,8 @@ class PolicyGradient:
         The update of REINFORCE and A2C, which differ only in the advantage ``A`` and return ``R``
         they pass; returns the step's metrics (still on the device).
         """
-        log_prob, value, ent_keep, ent_box = self.evaluate_actions(obs)
+        dist, value = as_played(self.net, obs)
+        log_prob, value, ent_keep, ent_box = self.evaluate_actions(obs, (dist, value))
         parts = {
             "policy": -(log_prob * self.normalize(advantage)).mean(),
             "value": self.hparams.lambda_v * (returns - value).pow(2).mean(),
@@ -86,7 +91,8 @@ class PolicyGradient:
         grad_norm, clipped = self.step_optimizer(loss)
 
         parts |= {"entropy_roll": ent_keep, "entropy_score": ent_box}
-        return self.update_stats(loss, parts, advantage, value, returns, grad_norm, clipped)
+        stats = self.update_stats(loss, parts, advantage, value, returns, grad_norm, clipped)
+        return stats | self.saturation(dist, log_prob)
 
     def advantages(self, batch: TensorDictBase, gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
         """GAE(``lam``) advantages and their returns ``(games, steps)``, from the values stored at
@@ -146,7 +152,22 @@ class PolicyGradient:
 
     @torch.no_grad()
     def policy_drift(self, obs: TensorDictBase, old_log_prob: torch.Tensor) -> torch.Tensor:
-        """Approximate KL between the policy that collected ``obs`` and the updated one."""
+        """Approximate KL between the policy that collected ``obs`` and the updated one (under the
+        same dropout masks)."""
         with eval_mode(self.net):
-            dist, _ = distribution(self.net, obs, carried(obs))
+            dist, _ = as_played(self.net, obs)
         return approx_kl(old_log_prob, dist.log_prob(obs[K.KEEP], obs[K.BOX]))
+
+    @staticmethod
+    @torch.no_grad()
+    def saturation(dist: Any, log_prob: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Signs of a saturating policy, on the network the update differentiates: each head's
+        largest absolute logit (legal boxes only) and the mean log-probability of the taken actions.
+        A collapse shows here first: logits in the thousands, and taken actions the learning
+        network finds all but impossible."""
+        keep, box = dist.raw_logits  # the network's outputs; illegal boxes at -inf
+        return {
+            "max_logit_keep": keep.abs().amax(),
+            "max_logit_box": torch.where(torch.isfinite(box), box, 0.0).abs().amax(),
+            "log_prob_taken": log_prob.mean(),
+        }

@@ -5,8 +5,9 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
-from ..nn import LOG_PROB, TurnDistribution, carried, distribution
+from ..nn import LOG_PROB, TurnDistribution, as_played
 from .base import OnPolicyAlgorithm
+from .policy_gradient import SATURATION
 
 
 class PPO(OnPolicyAlgorithm):
@@ -82,7 +83,9 @@ class PPO(OnPolicyAlgorithm):
             loss = sum(parts[k] for k in self.LOSS_TERMS)
             grad_norm, clipped = self.step_optimizer(loss)
 
+            signs = {k: parts.pop(k) for k in SATURATION}  # metrics of their own, not loss terms
             mb_stats = self.update_stats(loss, parts, mb["advantage"], value, mb["returns"], grad_norm, clipped)
+            mb_stats |= signs
             mb_stats["clip_fraction"] = ((ratio - 1).abs() > h.clip_eps).float().mean()
             steps.append(mb_stats)
         return self.mean_stats(steps)
@@ -92,7 +95,7 @@ class PPO(OnPolicyAlgorithm):
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
         """The loss terms of one minibatch (with ``advantage`` and ``returns``), its ratios and values."""
         h = self.hparams
-        dist, value = distribution(self.net, mb, carried(mb))
+        dist, value = as_played(self.net, mb)  # the network that acted: its dropout masks replayed
         log_prob, value, ent_keep, ent_box = self.evaluate_actions(mb, (dist, value))
         adv = self.normalize(mb["advantage"])
         ratio = (log_prob - mb[LOG_PROB]).exp()
@@ -104,7 +107,7 @@ class PPO(OnPolicyAlgorithm):
             "entropy_roll": ent_keep,
             "entropy_score": ent_box,
         }
-        return parts | self.regularizers(mb, dist), ratio, value
+        return parts | self.regularizers(mb, dist) | self.saturation(dist, log_prob), ratio, value
 
     def regularizers(self, mb: TensorDictBase, dist: TurnDistribution) -> dict[str, torch.Tensor]:
         """Extra loss terms (named in ``LOSS_TERMS``) and their diagnostics; none in plain PPO."""

@@ -83,6 +83,22 @@ class Settings:
         """The trained network (``self.net``); subclasses with another kind of network override it."""
         return PolicyValueNet(**self.network_kwargs(self.hparams))
 
+    def check_dropout(self, net: torch.nn.Module) -> None:
+        """Refuse a network whose dropout cannot act and learn under the same masks.
+
+        On-policy learning differentiates the policy that chose the actions. With dropout that policy
+        is the network under the masks it acted with: the collection draws and records them and the
+        update replays them (:class:`~yahtzee_lightning.nn.ReplayDropout`). A plain ``nn.Dropout``
+        (a subclass's own network) cannot take a mask, so its update would learn another policy.
+        """
+        for name, module in net.named_modules():
+            if isinstance(module, torch.nn.modules.dropout._DropoutNd) and module.p > 0:
+                raise ValueError(
+                    f"dropout: {type(self).__name__} acts and learns under the same dropout masks, which "
+                    f"{name} ({type(module).__name__}, p={module.p}) cannot replay; use "
+                    "yahtzee_lightning.nn.ReplayDropout, or dropout 0"
+                )
+
     def _load_network(self, path: str) -> None:
         """Start from another run's network: a Lightning checkpoint, or an exported agent folder.
 

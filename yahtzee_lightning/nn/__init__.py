@@ -1,13 +1,15 @@
 """The policy/value network and its TorchRL actor."""
 
-from .network import DICE_ENCODERS, ROLL_HEADS, PolicyValueNet, transfer_weights
+from .network import DICE_ENCODERS, ROLL_HEADS, PolicyValueNet, ReplayDropout, transfer_weights
 from .policy import (
+    DROPOUT_MASK,
     FEATURES,
     LOG_PROB,
     VALUE,
     NetworkHeads,
     PolicyModule,
     TurnDistribution,
+    as_played,
     carried,
     distribution,
     eval_mode,
@@ -17,6 +19,7 @@ from .policy import (
 
 __all__ = [
     "DICE_ENCODERS",
+    "DROPOUT_MASK",
     "FEATURES",
     "LOG_PROB",
     "ROLL_HEADS",
@@ -24,7 +27,9 @@ __all__ = [
     "NetworkHeads",
     "PolicyModule",
     "PolicyValueNet",
+    "ReplayDropout",
     "TurnDistribution",
+    "as_played",
     "carried",
     "distribution",
     "eval_mode",

@@ -143,6 +143,16 @@ class StackedNet(nn.Module):
         """As :meth:`PolicyValueNet.fixed_features`: weight-free, the same for every member."""
         return self.net.fixed_features(obs)
 
+    @property
+    def dropout_shape(self) -> tuple[int, int] | None:
+        return self.net.dropout_shape
+
+    def draw_dropout_mask(
+        self, n: int, generator: torch.Generator | Sequence[torch.Generator] | None = None
+    ) -> torch.Tensor | None:
+        """As :meth:`PolicyValueNet.draw_dropout_mask` (member ``k``'s block from ``generator[k]``)."""
+        return self.net.draw_dropout_mask(n, generator)
+
     @torch.no_grad()
     def load_(self, nets: Sequence[nn.Module]) -> StackedNet:
         """Take the members' current weights (a copy: call it again after they change)."""
@@ -158,9 +168,9 @@ class StackedNet(nn.Module):
         return self
 
     def forward(
-        self, obs: TensorDictBase, features: torch.Tensor | None = None
+        self, obs: TensorDictBase, features: torch.Tensor | None = None, dropout_mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """As :meth:`PolicyValueNet.forward` on ``K * N`` member-major observations."""
+        """As :meth:`PolicyValueNet.forward` on ``K * N`` member-major observations (and masks)."""
         if not self._loaded:
             raise RuntimeError("StackedNet.load_(members) before its first forward")
-        return self.net(obs, features)
+        return self.net(obs, features, dropout_mask)

@@ -13,10 +13,12 @@ from collections.abc import Sequence
 import torch
 from tensordict import TensorDictBase
 from torch import nn
+from torch.nn import functional as F
 
 from ..env import keys as K
 from ..env.features import encode, feature_size, resolve_features
 from ..game import N_BOXES, N_DICE, N_FACES, N_KEEPS, Rules
+from ..game.engine import draw
 
 DICE_ENCODERS = ("onehot", "bin", "combined", "emb", "pos_emb")
 ROLL_HEADS = ("categorical", "bernoulli")
@@ -60,6 +62,30 @@ class DiceEmbedding(nn.Module):
 
     def forward(self, dice: torch.Tensor) -> torch.Tensor:
         return (self.embed(dice.long() - 1) + self.position).flatten(-2)
+
+
+class ReplayDropout(nn.Module):
+    """Dropout whose mask can be given: the same masks in acting and in learning.
+
+    On-policy learning must differentiate the policy that chose the actions. With dropout, that
+    policy is the network under the masks drawn when it acted, so the collection draws them
+    (:meth:`PolicyValueNet.draw_dropout_mask`), keeps them with the rollout, and the update replays
+    them: its log-probabilities at its first step are those the behaviour policy recorded (PPO's
+    first ratio is exactly 1). Given a mask it applies it whatever the mode; without one it is
+    ``nn.Dropout`` (fresh masks in train mode, none in eval mode: evaluation plays the mean network).
+    """
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        self.p = float(p)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        if mask is None:
+            return F.dropout(x, self.p, self.training)
+        return x * mask * (1.0 / (1.0 - self.p))
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
 
 
 class PolicyValueNet(nn.Module):
@@ -123,7 +149,7 @@ class PolicyValueNet(nn.Module):
         for _ in range(n_layers):
             layers += [nn.Linear(size, d_h), nn.LayerNorm(d_h) if layer_norm else nn.Identity(), act()]
             if dropout > 0:
-                layers.append(nn.Dropout(dropout))
+                layers.append(ReplayDropout(dropout))
             size = d_h
         self.trunk = nn.Sequential(*layers)
 
@@ -134,6 +160,24 @@ class PolicyValueNet(nn.Module):
         self.score_head = head(N_BOXES)
         self.value_head = head(1)
         self.value_activation = nn.ELU()  # a module, so that a stacked copy can apply it member by member
+
+    @property
+    def dropout_shape(self) -> tuple[int, int] | None:
+        """``(dropout layers, width)`` of one state's dropout mask (None: a network without dropout)."""
+        n = sum(isinstance(m, ReplayDropout) for m in self.trunk)
+        return (n, self.config["d_h"]) if n else None
+
+    def draw_dropout_mask(
+        self, n: int, generator: torch.Generator | Sequence[torch.Generator] | None = None
+    ) -> torch.Tensor | None:
+        """``(n, layers, width)`` keep-masks (float, 0 or 1) for ``n`` states, as ``nn.Dropout`` would
+        draw them (None without dropout). ``generator``: one, or one per equal block of the ``n``
+        states (an ensemble's members)."""
+        shape = self.dropout_shape
+        if shape is None:
+            return None
+        device = next(self.parameters()).device
+        return (draw(torch.rand, (n, *shape), device, generator) >= self.config["dropout"]).float()
 
     def fixed_features(self, obs: TensorDictBase) -> torch.Tensor | None:
         """The fixed (weight-free) features of ``obs`` (None for a network with none): what a
@@ -167,14 +211,23 @@ class PolicyValueNet(nn.Module):
         return f"trunk.{int(index) // per_layer}.{int(index) % per_layer}.{param}"
 
     def forward(
-        self, obs: TensorDictBase, features: torch.Tensor | None = None
+        self, obs: TensorDictBase, features: torch.Tensor | None = None, dropout_mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(roll_logits (N, 32 or 5), box_logits (N, 13) with illegal boxes at -inf, value (N,))``.
 
         ``features``: ``obs``'s fixed features as :meth:`fixed_features` computed them (a rollout's,
-        carried to the update); None computes them here.
+        carried to the update); None computes them here. ``dropout_mask``: ``(N, layers, width)``
+        masks from :meth:`draw_dropout_mask` (the ones the policy acted with), applied in any mode;
+        None: the usual dropout of the mode.
         """
-        h = self.trunk(self.encode(obs, features))
+        h = self.encode(obs, features)
+        layer = 0
+        for module in self.trunk:
+            if isinstance(module, ReplayDropout):
+                h = module(h, None if dropout_mask is None else dropout_mask[:, layer])
+                layer += 1
+            else:
+                h = module(h)
         box_logits = self.score_head(h).masked_fill(~obs[K.BOX_MASK], float("-inf"))
         value = self.value_activation(self.value_head(h).squeeze(-1))
         return self.roll_head(h), box_logits, value

@@ -9,7 +9,9 @@ other. So the log-probability and entropy of a step count only the active head. 
 :func:`make_actor` and :func:`make_critic` wrap the network as TorchRL's ``ProbabilisticActor``
 and a value operator, so TorchRL's collectors, estimators and losses (``ClipPPOLoss``, ``GAE`` ...)
 run on its TensorDicts as they are (see ``tests/nn/test_torchrl.py``). The algorithms collect
-with :class:`PolicyModule` (the same distribution, sampled with dropout off).
+with :class:`PolicyModule` (the same distribution on a cheaper path). In training it acts with
+dropout masks it draws and records (``dropout_mask``), and the update replays them
+(:func:`as_played`): the network that learns is the one that acted.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ VALUE = "state_value"
 #: The network's fixed features of a state, as the collection computed them (carried in the rollout
 #: for the update; a network reads them only when its caller passes them).
 FEATURES = "features"
+#: The dropout masks ``(layers, width)`` a step's action was chosen under (training's collection, with
+#: dropout > 0): the update replays them, so that it differentiates the policy that acted.
+DROPOUT_MASK = "dropout_mask"
 ROLL_LOGITS = "roll_logits"
 BOX_LOGITS = "box_logits"
 OBS_KEYS = [K.DICE, K.CARD, K.ROLL, K.TURN, K.BOX_MASK]
@@ -55,6 +60,7 @@ class TurnDistribution(Distribution):
         self, roll_logits: torch.Tensor, box_logits: torch.Tensor, roll: torch.Tensor, validate_args: bool = False
     ) -> None:
         self.bernoulli = roll_logits.shape[-1] == N_DICE
+        self.raw_logits = (roll_logits, box_logits)  # as the network gave them (saturation metrics)
         # No argument validation: it reads every check back to the host, once per step.
         keep = Bernoulli if self.bernoulli else Categorical
         self.keep = keep(logits=roll_logits, validate_args=False)
@@ -161,12 +167,27 @@ def eval_mode(net: torch.nn.Module) -> Iterator[None]:
 
 
 def distribution(
-    net: PolicyValueNet, obs: TensorDictBase, features: torch.Tensor | None = None
+    net: PolicyValueNet,
+    obs: TensorDictBase,
+    features: torch.Tensor | None = None,
+    dropout_mask: torch.Tensor | None = None,
 ) -> tuple[TurnDistribution, torch.Tensor]:
     """The policy and value of ``obs``; ``features``: its fixed features when the caller has them
-    (a rollout's, see :func:`carried`)."""
-    roll_logits, box_logits, value = net(obs) if features is None else net(obs, features)
+    (a rollout's, see :func:`carried`); ``dropout_mask``: the masks to act under (see
+    :func:`as_played`)."""
+    if dropout_mask is not None:
+        roll_logits, box_logits, value = net(obs, features, dropout_mask)
+    else:
+        roll_logits, box_logits, value = net(obs) if features is None else net(obs, features)
     return TurnDistribution(roll_logits, box_logits, obs[K.ROLL]), value
+
+
+def as_played(net: PolicyValueNet, obs: TensorDictBase) -> tuple[TurnDistribution, torch.Tensor]:
+    """The policy and value of a rollout's steps under the network that chose their actions: its
+    carried features and the dropout masks it acted with (none recorded: the network's mode). What
+    every on-policy loss differentiates: at the update's first step its log-probabilities are those
+    recorded when the games were played."""
+    return distribution(net, obs, carried(obs), obs.get(DROPOUT_MASK, None))
 
 
 def carried(obs: TensorDictBase) -> torch.Tensor | None:
@@ -199,23 +220,29 @@ def _race(log_probs: torch.Tensor, generators: Sequence[torch.Generator] | None)
 class PolicyModule(TensorDictModuleBase):
     """The actor for TorchRL collectors: samples an action, records its log-prob and the value."""
 
-    def __init__(self, net: PolicyValueNet, deterministic: bool = False) -> None:
+    def __init__(self, net: PolicyValueNet, deterministic: bool = False, record_dropout: bool = False) -> None:
         super().__init__()
         self.net = net
         self.deterministic = deterministic
+        #: Act under freshly drawn dropout masks and write them (``dropout_mask``) for the update to
+        #: replay: training's behaviour policy. False: the mean network (dropout off), as evaluation.
+        self.record_dropout = record_dropout
         #: One generator per member's block of games (a training run's own); None: the process's.
         self.generators: list[torch.Generator] | None = None
         self.in_keys = list(OBS_KEYS)
-        self.out_keys = [K.KEEP, K.BOX, LOG_PROB, VALUE, FEATURES]
+        self.out_keys = [K.KEEP, K.BOX, LOG_PROB, VALUE, FEATURES, DROPOUT_MASK]
 
     @torch.no_grad()
     def forward(self, td: TensorDictBase) -> TensorDictBase:
-        # Collect with the deterministic network (no dropout noise in the behaviour policy). The
-        # fixed features are computed here, once per step, and written for the update.
+        # The fixed features are computed here, once per step, and written for the update; so are
+        # the dropout masks the step acts under (training's collection of a network with dropout).
         fixed = getattr(self.net, "fixed_features", None)  # a network of our own; another computes its own
         features = fixed(td) if fixed is not None else None
+        mask = None
+        if self.record_dropout and not self.deterministic and getattr(self.net, "dropout_shape", None):
+            mask = self.net.draw_dropout_mask(td.shape[0], self.generators)
         with eval_mode(self.net):
-            roll_logits, box_logits, value = self.net(td, features)
+            roll_logits, box_logits, value = self.net(td, features) if mask is None else self.net(td, features, mask)
         if roll_logits.shape[-1] == N_KEEPS and type(self).choose is PolicyModule.choose:
             keep, box, log_prob = self.sample(td[K.ROLL], roll_logits, box_logits)
         else:  # the Bernoulli keep head, or a subclass's own choice: through the distribution
@@ -228,6 +255,8 @@ class PolicyModule(TensorDictModuleBase):
         td.set(VALUE, value)
         if features is not None:
             td.set(FEATURES, features)
+        if mask is not None:
+            td.set(DROPOUT_MASK, mask)
         return td
 
     def sample(

@@ -22,7 +22,7 @@ from . import hypotheses
 from .chain import scratch_twin
 from .context import Context, Series, agents, collapsed, markdown_table
 from .factorial import factorial_claims, verdict
-from .results import COLLAPSE_WINDOW, DEAD_VALUE, FALLEN, NARROW_KEEP
+from .results import COLLAPSE_WINDOW, DEAD_VALUE, FALLEN, NARROW_KEEP, SATURATED_LOGIT
 from .stats import against, paired, welch
 
 PENDING = "pending: not judged"
@@ -111,7 +111,8 @@ RULE = (
     f"A member collapsed where, at each of its last {COLLAPSE_WINDOW} evaluations, its value head explained at "
     f"most {DEAD_VALUE * 100:.0f} % of the returns' variance (value head), its keep head's entropy was within 1 % "
     f"of ln 32 (random keeps), its three most used keeps took at least {NARROW_KEEP * 100:.0f} % of its rolling "
-    f"decisions (three keeps; the optimal player: 40 %), or its full-game score had fallen to {FALLEN * 100:.0f} % "
+    f"decisions (three keeps; the optimal player: 40 %), a head's largest absolute logit was {SATURATED_LOGIT:,.0f} "
+    f"or more (saturated logits), or its full-game score had fallen to {FALLEN * 100:.0f} % "
     "of its best evaluation or below (score fell); from: the first evaluation from which that held to the end."
 )
 

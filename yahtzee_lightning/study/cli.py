@@ -52,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     check = verbs.add_parser("check", help="check a study file and list its cells, running nothing")
     check.add_argument("file")
     check.add_argument("--profile")
+    check.add_argument("--out", help="its study folder, if it has run: the hypotheses must be those it pre-registered")
     report = verbs.add_parser("report", help="write DIR/report/ from a study folder")
     report.add_argument("dir", help="a study folder written by `study run`")
     report.add_argument(
@@ -90,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
             from .packing import check_required
 
             check_required(study)
+            if args.out:
+                from .hypothesis_file import check_preregistered
+
+                check_preregistered(study, Path(args.out))
             print(describe(study))
             return 0
         from .runner import run_study
@@ -119,5 +124,5 @@ def describe(study) -> str:
             lines.append(f"    {cell_id} {text}  [{c.algorithm}, {c.task}, {c.total_games:,} games]")
     lines.append("exhibits: " + ", ".join(study.exhibits))
     for h in study.hypotheses.values():  # the confirmatory tests, as the study file writes them down
-        lines.append(f"hypothesis {h.id}: {h.compare[0]} {h.direction} than {h.compare[1]} ({h.statistic} {h.metric})")
+        lines.append(f"hypothesis {h.id}: {h.compare[0]} {h.direction} than {h.second()} ({h.statistic} {h.metric})")
     return "\n".join(lines)

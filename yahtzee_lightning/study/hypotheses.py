@@ -17,11 +17,13 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .context import Context, bounds
-from .hypothesis_file import Hypothesis, cell_label
+from .hypothesis_file import Hypothesis, cell_label, earlier_folder
 from .stats import Comparison, against, holm, paired, spread, welch
 
 ALPHA = 0.05
 CONFIRMED, CONTRADICTED, UNRESOLVED = "confirmed", "contradicted", "not resolved at this n"
+NOT_TESTABLE = "not testable at this scale"
+PAPER_WIDTH, PAPER_DEPTH, PAPER_GAMES = 600, 3, 1_000_000
 
 
 @dataclass
@@ -41,6 +43,20 @@ def finals_of(ctx: Context, ablation: str, label: str) -> pd.DataFrame:
     return rows.sort_values("seed")
 
 
+def earlier_finals(ctx: Context, h: Hypothesis) -> pd.DataFrame:
+    """The finished members' final rows of an earlier study's cell (``compare[1]`` a mapping), by seed."""
+    from .results import load_plan, load_table
+
+    other = h.compare[1]
+    folder = earlier_folder(other["study"], ctx.out)
+    study, _ = load_plan(folder)
+    ab = study.ablations[other.get("ablation", h.ablation)]
+    cell = next(c for c, labels in ab.cells if cell_label(labels) == other["cell"])
+    t = load_table(folder)
+    rows = t[(t["cell"] == cell) & (t["stage"] == "final") & (t["status"] == "done") & t["seed"].isin(ab.seeds)]
+    return rows.sort_values("seed")
+
+
 def compare(ctx: Context, h: Hypothesis) -> Comparison | None:
     """The hypothesis's test on the finished members (None while its cell has none)."""
     a = finals_of(ctx, h.ablation, h.compare[0])
@@ -52,8 +68,8 @@ def compare(ctx: Context, h: Hypothesis) -> Comparison | None:
     if kind == "player":
         column = f"{h.compare[1]}/{h.metric}"
         return paired(a[h.metric], a[column]) if column in a else None
-    b = finals_of(ctx, h.ablation, h.compare[1])
-    if b.empty:
+    b = earlier_finals(ctx, h) if kind == "earlier" else finals_of(ctx, h.ablation, h.compare[1])
+    if b.empty or h.metric not in b:
         return None
     return spread(a[h.metric], b[h.metric]) if h.statistic == "spread" else welch(a[h.metric], b[h.metric])
 
@@ -64,7 +80,7 @@ def verdict(h: Hypothesis, c: Comparison, p_holm: float) -> str:
     if h.direction == "equal":
         return CONTRADICTED
     if h.direction == "either":
-        return f"{h.compare[0]} {'>' if c.effect > 0 else '<'} {h.compare[1]}"
+        return f"{h.compare[0]} {'>' if c.effect > 0 else '<'} {h.second()}"
     return CONFIRMED if (c.effect > 0) == (h.direction == "greater") else CONTRADICTED
 
 
@@ -76,7 +92,22 @@ def judge(ctx: Context) -> list[Judged]:
         j.p_holm = p
         if j.comparison is not None:
             j.verdict = verdict(j.hypothesis, j.comparison, p)
+            if j.verdict == CONTRADICTED and j.hypothesis.scale == "paper" and below_paper_scale(ctx, j.hypothesis):
+                j.verdict = NOT_TESTABLE
     return judged
+
+
+def below_paper_scale(ctx: Context, h: Hypothesis) -> bool:
+    """Whether the hypothesis's cell is smaller than the paper's agent (width, depth or budget)."""
+    ab = ctx.study.ablations[h.ablation]
+    cell_id = next(c for c, labels in ab.cells if cell_label(labels) == h.compare[0])
+    cell = ctx.study.cells[cell_id]
+    o = cell.overrides
+    return (
+        cell.total_games < PAPER_GAMES
+        or int(o.get("model.init_args.d_h", PAPER_WIDTH)) < PAPER_WIDTH
+        or int(o.get("model.init_args.n_layers", PAPER_DEPTH)) < PAPER_DEPTH
+    )
 
 
 def scaled(c: Comparison, metric: str) -> Comparison:
@@ -93,7 +124,7 @@ def rows(ctx: Context) -> list[list[str]]:
         h = j.hypothesis
         unit = " (points of %)" if bounds(h.metric) == (0.0, 1.0) else ""
         stat = "SD over seeds of " if h.statistic == "spread" else ""
-        second = f"{h.compare[1]} on each seed's games" if h.against() == "player" else str(h.compare[1])
+        second = f"{h.compare[1]} on each seed's games" if h.against() == "player" else h.second()
         what = f"{stat}{h.metric}{unit}: {h.compare[0]} vs {second}, predicted {h.direction}"
         test = (
             scaled(j.comparison, h.metric).text(2 if unit or abs(j.comparison.effect) < 1 else 1)
@@ -102,7 +133,9 @@ def rows(ctx: Context) -> list[list[str]]:
         )
         p = f"{j.p_holm:.2g}" if not math.isnan(j.p_holm) else "-"
         bold = (
-            f"**{j.verdict}**" if j.verdict not in (UNRESOLVED,) and not j.verdict.startswith("pending") else j.verdict
+            f"**{j.verdict}**"
+            if j.verdict not in (UNRESOLVED, NOT_TESTABLE) and not j.verdict.startswith("pending")
+            else j.verdict
         )
         out.append([h.id, h.claim, what, test, p, bold])
     return out

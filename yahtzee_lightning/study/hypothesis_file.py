@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-HYPOTHESIS_KEYS = {"claim", "ablation", "metric", "compare", "direction", "statistic"}
+HYPOTHESIS_KEYS = {"claim", "ablation", "metric", "compare", "direction", "statistic", "scale"}
+#: ``scale: paper``: a claim about the paper's own agent (600 x 3, 1,000,000 games). A smaller cell
+#: cannot contradict it: there a result against it reads "not testable at this scale".
+SCALES = ("any", "paper")
 DIRECTIONS = ("greater", "less", "either", "equal")
 STATISTICS = ("mean", "spread")
 #: What a hypothesis may compare a cell with besides another cell: a reference player, played on each
@@ -38,7 +42,7 @@ FINAL_METRICS = (
     "entropy_roll",
     "entropy_score",
 )
-BOX_METRICS = ("box_mean", "first_box", "fill_turn", "regret_by_box")
+BOX_METRICS = ("box_mean", "box_zero", "first_box", "fill_turn", "regret_by_box")
 #: Those the reference players have on each seed's games (``reference.json``, ``optimal/...`` columns).
 REFERENCE_METRICS = (
     "mean_score",
@@ -47,6 +51,7 @@ REFERENCE_METRICS = (
     "yahtzee_rate",
     "share_at_least_250",
     "box_mean",
+    "box_zero",
     "first_box",
 )
 
@@ -67,13 +72,34 @@ class Hypothesis:
     compare: list[Any]
     direction: str = "greater"
     statistic: str = "mean"
+    scale: str = "any"
 
     def against(self) -> str:
-        """What the second term is: ``cell``, ``player`` (greedy or optimal) or ``value``."""
+        """What the second term is: ``cell``, ``player`` (greedy or optimal), ``value``, or ``earlier``
+        (a cell of an earlier study folder: ``{study: FOLDER, cell: LABEL}``)."""
         other = self.compare[1]
+        if isinstance(other, dict):
+            return "earlier"
         if isinstance(other, (int, float)) and not isinstance(other, bool):
             return "value"
         return "player" if other in REFERENCE_PLAYERS else "cell"
+
+    def second(self) -> str:
+        """The second term as text (``cell`` of an earlier study: ``FOLDER: cell``)."""
+        other = self.compare[1]
+        return f"{other['study']}: {other['cell']}" if isinstance(other, dict) else str(other)
+
+
+EARLIER_KEYS = {"study", "cell", "ablation"}
+
+
+def earlier_folder(folder: str, anchor: Path) -> Path:
+    """An earlier study folder named in a hypothesis: as given, else under one of ``anchor``'s
+    parents (a study file's or a study folder's: the repository the folders are committed in)."""
+    for base in (Path.cwd(), *Path(anchor).resolve().parents):
+        if (base / folder / "study.json").is_file():
+            return base / folder
+    raise FileNotFoundError(folder)
 
 
 def cell_label(labels: dict[str, str]) -> str:
@@ -128,6 +154,11 @@ def parse_hypotheses(raw: dict[str, Any], ablations: dict[str, Any], reader: Any
             )
         hyp = Hypothesis(hid, str(h["claim"]), name, metric, list(compare), h.get("direction", "greater"))
         hyp.statistic = h.get("statistic", "mean")
+        hyp.scale = h.get("scale", "any")
+        if hyp.scale not in SCALES:
+            reader.fail(f"{key}.scale", f"must be one of {', '.join(SCALES)}, got {hyp.scale!r}")
+        if hyp.against() == "earlier":
+            check_earlier(hyp, key, reader)
         if hyp.against() == "cell" and compare[1] not in labels:
             reader.fail(
                 f"{key}.compare",
@@ -142,7 +173,65 @@ def parse_hypotheses(raw: dict[str, Any], ablations: dict[str, Any], reader: Any
             reader.fail(f"{key}.direction", f"must be one of {', '.join(DIRECTIONS)}, got {hyp.direction!r}")
         if hyp.statistic not in STATISTICS:
             reader.fail(f"{key}.statistic", f"must be one of {', '.join(STATISTICS)}, got {hyp.statistic!r}")
-        if hyp.statistic == "spread" and hyp.against() != "cell":
+        if hyp.statistic == "spread" and hyp.against() not in ("cell", "earlier"):
             reader.fail(f"{key}.statistic", "a spread over seeds is compared between two cells only")
         out[str(hid)] = hyp
     return out
+
+
+def check_earlier(hyp: Hypothesis, key: str, reader: Any) -> None:
+    """A comparison with a cell of an earlier study folder (``{study: FOLDER, cell: LABEL, ablation:
+    NAME}``, the ablation by default the hypothesis's own): the folder must hold a study with that
+    cell. Its members are compared as they were trained (an earlier implementation, say)."""
+    from .results import load_plan
+    from .spec import StudyError
+
+    other = reader.mapping(hyp.compare[1], f"{key}.compare[1]", EARLIER_KEYS)
+    if not isinstance(other.get("study"), str) or not isinstance(other.get("cell"), str):
+        reader.fail(f"{key}.compare[1]", f"an earlier study's cell is {{study: FOLDER, cell: LABEL}}, got {other!r}")
+    try:
+        folder = earlier_folder(other["study"], Path(reader.path))
+        earlier, _ = load_plan(folder)
+    except (FileNotFoundError, StudyError) as e:
+        reader.fail(f"{key}.compare[1]", f"no study folder {other['study']!r} ({e})")
+    ablation = other.get("ablation", hyp.ablation)
+    if ablation not in earlier.ablations:
+        reader.fail(f"{key}.compare[1]", f"{other['study']} has no ablation {ablation!r}")
+    labels = [cell_label(lab) for _, lab in earlier.ablations[ablation].cells]
+    if other["cell"] not in labels:
+        reader.fail(
+            f"{key}.compare[1]", f"no cell {other['cell']!r} in {other['study']}; its cells: {', '.join(labels)}"
+        )
+
+
+def check_preregistered(study: Any, out: Path) -> None:
+    """Refuse, in one line, a study file whose hypotheses differ from those its folder ``out``
+    recorded at its first run (``study.json``): a hypothesis is written down before the runs, and a
+    changed, added or removed one after them is no longer a test of a prediction."""
+    from dataclasses import asdict
+
+    from .results import PLAN, read_plan
+    from .spec import StudyError
+
+    plan = Path(out) / PLAN
+    if not plan.exists():
+        return
+    old = read_plan(plan)["study"]
+    if old.get("name") != study.name:
+        return  # another study's folder: refused as such where the folder is used
+    before = old.get("hypotheses", {})
+    now = {k: asdict(h) for k, h in study.hypotheses.items()}
+    for hid in sorted(set(before) | set(now)):
+        if hid not in now:
+            what = "is no longer in the file"
+        elif hid not in before:
+            what = "was not in it (a hypothesis added after the runs started is exploratory, not a test)"
+        elif before[hid] != now[hid]:
+            field = next(k for k in now[hid] if before[hid].get(k) != now[hid][k])
+            what = f"changed its {field} ({before[hid].get(field)!r} -> {now[hid][field]!r})"
+        else:
+            continue
+        raise StudyError(
+            f"{study.path}: hypotheses.{hid} {what}: {plan} pre-registered the hypotheses before its first run; "
+            "keep them as they were, or start a new study folder"
+        )

@@ -270,7 +270,7 @@ def _write_report(out: Path, force: bool) -> Path:
         if study.hypotheses:  # what will be judged, as written down before the runs
             lines += ["The hypotheses to test (the study file's, Holm's correction across them):", ""]
             lines += [
-                f"* {h.id}: {h.claim} ({h.compare[0]} vs {h.compare[1]}, {h.metric}, {h.direction})"
+                f"* {h.id}: {h.claim} ({h.compare[0]} vs {h.second()}, {h.metric}, {h.direction})"
                 for h in study.hypotheses.values()
             ]
             lines.append("")

@@ -106,6 +106,8 @@ def final_columns(summary: dict[str, Any]) -> dict[str, Any]:
     for box, s in summary["boxes"].items():
         cols |= {f"box_mean/{box}": s["mean"], f"first_box/{box}": s["first_box_share"]}
         cols[f"fill_turn/{box}"] = s["median_fill_turn"]
+        if "zero_share" in s:  # evaluations from before it have none
+            cols[f"box_zero/{box}"] = s["zero_share"]
     return cols
 
 
@@ -165,19 +167,24 @@ def collect(out: str | Path) -> pd.DataFrame:
 #: ``NARROW_KEEP`` of the rolling decisions (on 1,000 games: the optimal player 0.40, greedy 0.29, the
 #: shipped A2C and REINFORCE agents 0.41 and 0.48); or, in the full game, its score fell to at most
 #: ``FALLEN`` of its best evaluation so far (in every study so far no run that did not collapse fell
-#: below 0.93 of its best; the paper's A2C at its own settings fell to 0.29-0.68).
+#: below 0.93 of its best; the paper's A2C at its own settings fell to 0.29-0.68); or a head's logits
+#: saturated, its largest absolute logit at least ``SATURATED_LOGIT`` (healthy members of the faithful
+#: study: 54-243; every collapsed one: 2,800-24,000, a policy that plays one fixed action whatever
+#: the dice and can no longer learn from its own samples).
 DEAD_VALUE = 0.01
 DEAD_KEEP = 0.99 * math.log(32)
 NARROW_KEEP = 0.9
 FALLEN = 0.8
+SATURATED_LOGIT = 1000.0
 COLLAPSE_WINDOW = 2  # the last evaluations a collapse must hold at
 
 
 def collapse(evals: list[dict[str, Any]], full_game: bool = True) -> dict[str, Any]:
     """Whether a member collapsed: at each of its last ``COLLAPSE_WINDOW`` evaluations its value head
-    was dead, its keep head random or narrowed onto three keeps, or (``full_game``: the score is what it
-    trains) its score had fallen from its best. ``collapse`` names the sign(s), ``collapsed_at`` the
-    games trained at the first evaluation from which it held to the end (empty where it did not)."""
+    was dead, its keep head random or narrowed onto three keeps, a head's logits saturated, or
+    (``full_game``: the score is what it trains) its score had fallen from its best. ``collapse``
+    names the sign(s), ``collapsed_at`` the games trained at the first evaluation from which it held
+    to the end (empty where it did not)."""
     rows = sorted((e for e in evals if e.get("games") is not None), key=lambda e: e["games"])
     best = list(itertools.accumulate((_number(e.get("mean_score"), -math.inf) for e in rows), max))
 
@@ -189,6 +196,9 @@ def collapse(evals: list[dict[str, Any]], full_game: bool = True) -> dict[str, A
             out.add("random keeps")
         if _number(e.get("top3_keep_share"), -math.inf) >= NARROW_KEEP:
             out.add("three keeps")
+        logits = max(_number(e.get("max_logit_keep"), -math.inf), _number(e.get("max_logit_box"), -math.inf))
+        if logits >= SATURATED_LOGIT:
+            out.add("saturated logits")
         if full_game and best[i] > 0 and _number(e.get("mean_score")) <= FALLEN * best[i]:
             out.add("score fell")
         return out

@@ -22,6 +22,7 @@ from ray import tune
 from ..manifest import META, Manifest
 from .chain import chain_label, source_of
 from .cluster import CLUSTER_RETRIES, check_address, check_nodes, trial_resources
+from .hypothesis_file import check_preregistered
 from .ownership import REPORT, beat, owned, study_session
 from .packing import ensemble_of, pack_trials
 from .progress_lines import Progress
@@ -84,6 +85,7 @@ def prepare_folder(study: Study, out: Path, force: bool) -> None:
         manifest.remove_owned(under=[p.name for p in out.iterdir() if p.name not in (REPORT, *META)])
     if plan.exists():
         old = read_plan(plan)["study"]
+        check_preregistered(study, out)
         if (old["name"], old["profile"]) != (study.name, study.profile):
             raise StudyError(
                 f"{out}: holds the results of study {old['name']!r} (profile {old['profile']}), not {study.name!r} "

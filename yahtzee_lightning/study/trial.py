@@ -39,7 +39,8 @@ HISTORY, FINAL, ERROR, LOG = "history.jsonl", "final.json", "error.txt", "fit.lo
 #: Training metrics kept with each evaluation (the latest logged update's value), without their
 #: ``train/``: the heads' entropies, the value head's fit, the return, the learning rate, and the
 #: diagnostics of a collapsing or drifting policy (the KL between the collecting and the updated
-#: policy, the share of the three most used keeps and boxes, the policy and value losses).
+#: policy, the share of the three most used keeps and boxes, the policy and value losses, and the
+#: saturation signs: each head's largest absolute logit and the taken actions' mean log-probability).
 TRAIN_METRICS = (
     "explained_variance",
     "loss_entropy_roll",
@@ -51,6 +52,9 @@ TRAIN_METRICS = (
     "top3_box_share",
     "loss_policy",
     "loss_value",
+    "max_logit_keep",
+    "max_logit_box",
+    "log_prob_taken",
 )
 
 
