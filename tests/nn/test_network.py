@@ -16,6 +16,7 @@ from yahtzee_lightning.nn import (
     VALUE,
     PolicyModule,
     PolicyValueNet,
+    ReplayDropout,
     distribution,
     transfer_weights,
 )
@@ -83,7 +84,7 @@ def test_unknown_choices_fail_by_name():
 def test_trunk_layers_and_switches():
     net = PolicyValueNet(n_layers=3, d_h=24, dropout=0.1)
     kinds = [type(m) for m in net.trunk]
-    assert kinds == [nn.Linear, nn.LayerNorm, nn.SiLU, nn.Dropout] * 3
+    assert kinds == [nn.Linear, nn.LayerNorm, nn.SiLU, ReplayDropout] * 3  # dropout whose masks can be replayed
     bare = PolicyValueNet(n_layers=2, d_h=24, dropout=0.0, layer_norm=False, activation="relu")
     assert [type(m) for m in bare.trunk] == [nn.Linear, nn.Identity, nn.ReLU] * 2
     # Baseline: the study's width and depth, one hidden layer per head.
