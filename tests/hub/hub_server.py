@@ -69,6 +69,9 @@ class HubState:
         self.blobs: dict[str, bytes] = {}  # LFS objects by sha256
         self.requests: list[str] = []
         self.lock = threading.Lock()
+        #: A hostile server's lies (tests of what a client trusts): ``sha`` (the commit id it answers),
+        #: ``listed`` (extra ``{path: size}`` entries in its tree listing), ``size`` (every listed size).
+        self.hostile: dict = {}
 
     def files(self, repo_id: str, revision: str = "main") -> dict[str, bytes]:
         repo = self.repos[repo_id]
@@ -114,6 +117,8 @@ def _handler(state: HubState, base_url: str) -> type[BaseHTTPRequestHandler]:
             if repo is None:
                 self._error(404, "RepoNotFound", f"Repository {repo_id} not found")
                 return None
+            if revision == state.hostile.get("sha"):  # the lie it told: it serves main under that name
+                revision = "main"
             sha = repo.resolve(revision)
             if sha is None:
                 self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
@@ -137,13 +142,19 @@ def _handler(state: HubState, base_url: str) -> type[BaseHTTPRequestHandler]:
                     if lfs:
                         e["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 130}
                     entries.append(e)
+                for p, size in state.hostile.get("listed", {}).items():
+                    entries.append({"type": "file", "path": p, "size": size, "oid": "0" * 40})
+                if "size" in state.hostile:
+                    for e in entries:
+                        e["size"] = state.hostile["size"]
                 return self._json(200, entries)
             if r := self._route(r"/api/models/(.+?)(?:/revision/([^/]+))?"):
                 if (snap := self._snapshot(r[0], r[1] or "main")) is None:
                     return
                 siblings = [{"rfilename": p} for p in sorted(snap[1])]
+                sha = state.hostile.get("sha", snap[0])
                 return self._json(
-                    200, {"id": r[0], "modelId": r[0], "sha": snap[0], "private": False, "siblings": siblings}
+                    200, {"id": r[0], "modelId": r[0], "sha": sha, "private": False, "siblings": siblings}
                 )
             if r := self._route(r"/(.+?)/resolve/([^/]+)/(.+)"):
                 if (snap := self._snapshot(r[0], r[1])) is None:
@@ -151,7 +162,7 @@ def _handler(state: HubState, base_url: str) -> type[BaseHTTPRequestHandler]:
                 if r[2] not in snap[1]:
                     return self._error(404, "EntryNotFound", f"{r[2]} does not exist at {r[1]}")
                 data, lfs = snap[1][r[2]]
-                headers = {"X-Repo-Commit": snap[0], "ETag": f'"{git_blob_id(data)}"'}
+                headers = {"X-Repo-Commit": state.hostile.get("sha", snap[0]), "ETag": f'"{git_blob_id(data)}"'}
                 if lfs:
                     headers["X-Linked-Etag"] = f'"{hashlib.sha256(data).hexdigest()}"'
                     headers["X-Linked-Size"] = str(len(data))

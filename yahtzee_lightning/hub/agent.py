@@ -25,6 +25,7 @@ from ..digest import VALUE_DIGEST, WEIGHTS_DIGEST, nonfinite, tensors_sha256
 from ..manifest import Manifest
 from ..nn import PolicyValueNet
 from ..solver.value import TurnValueNet
+from ..untrusted import UntrustedError, check_commit_id, check_relative_path, printable, printable_tree, read_json
 from .files import (
     ARTEFACT_PATTERNS,
     CARD_NAME,
@@ -153,7 +154,10 @@ class YahtzeeAgent:
         if not (directory / CONFIG_NAME).is_file():
             raise AgentFormatError(f"{directory}: missing {CONFIG_NAME} (not an agent folder)")
         save_turn_value_file(self.turn_value, directory)
-        config = json.loads((directory / CONFIG_NAME).read_text())
+        try:
+            config = read_json(directory / CONFIG_NAME)
+        except UntrustedError as e:
+            raise AgentFormatError(str(e)) from None
         config["turn_value"] = self.turn_value_config
         (directory / CONFIG_NAME).write_text(json.dumps(config, indent=2))
         card_path = directory / CARD_NAME
@@ -183,11 +187,14 @@ class YahtzeeAgent:
             if not p.is_file():
                 raise AgentFormatError(f"{directory}: missing {p.name}")
         try:
-            config = json.loads(config_path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise AgentFormatError(f"{config_path}: not valid JSON ({e})") from e
+            config = read_json(config_path)
+        except UntrustedError as e:
+            raise AgentFormatError(str(e)) from None
         if not isinstance(config, dict):
             raise AgentFormatError(f"{config_path}: not an agent config (a JSON object is expected)")
+        for key in ("training", "evaluation"):  # free-form, but mappings: what reads them expects keys
+            if not isinstance(config.get(key) or {}, dict):
+                raise AgentFormatError(f"{config_path}: {key} must be a JSON object, got {type(config[key]).__name__}")
         version = config.get("format_version")
         if version != FORMAT_VERSION:
             raise AgentFormatError(
@@ -205,12 +212,17 @@ class YahtzeeAgent:
             raise AgentFormatError(f"{weights_path}: corrupt safetensors file ({e})") from e
         check_weights(net, state, weights_path)
         card_path = directory / CARD_NAME
-        card = card_path.read_text(encoding="utf-8") if card_path.is_file() else None
+        card = card_path.read_text(encoding="utf-8", errors="replace") if card_path.is_file() else None
         verify_weights(state, weights_path, metadata.get(WEIGHTS_DIGEST), config.get(WEIGHTS_DIGEST), card)
         net.load_state_dict(state)
         net.eval()
         value, value_info = load_turn_value(directory, config.get("turn_value"), card)
-        agent = cls(net, config.get("training"), config.get("evaluation"), card, value, value_info)
+        # Text from the folder is shown as text: no digest covers a name or a card, so their control
+        # characters (a terminal's escapes: title, colours, OSC 52 to the clipboard) are escaped here,
+        # once, for every verb that prints them.
+        training, evaluation = printable_tree(config.get("training")), printable_tree(config.get("evaluation"))
+        card = printable(card, keep_newlines=True) if card is not None else None
+        agent = cls(net, training, evaluation, card, value, printable_tree(value_info))
         agent.win_value, agent.win_value_info = load_win_value(directory, config.get("win_value"), card)
         return agent
 
@@ -249,7 +261,7 @@ def agent_files(folder: Path) -> list[str]:
     one) and the training YAML its config names (nothing else there is part of it, nor pushed or copied)."""
     names = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME, VALUE_NAME, WIN_VALUE_NAME]
     try:
-        yaml_name = (json.loads((folder / CONFIG_NAME).read_text()).get("training") or {}).get("config_file")
+        yaml_name = (read_json(folder / CONFIG_NAME).get("training") or {}).get("config_file")
     except (OSError, ValueError, AttributeError):
         yaml_name = None
     if isinstance(yaml_name, str) and Path(yaml_name).name == yaml_name and (folder / yaml_name).is_file():
@@ -260,7 +272,7 @@ def agent_files(folder: Path) -> list[str]:
 def is_agent_folder(folder: Path) -> bool:
     """Whether ``folder`` holds an agent of ours (its ``config.json``); other files may sit beside it."""
     try:
-        config = json.loads((folder / CONFIG_NAME).read_text())
+        config = read_json(folder / CONFIG_NAME)
     except (OSError, ValueError):
         return False
     return isinstance(config, dict) and config.get("package") == "yahtzee_lightning"
@@ -306,7 +318,7 @@ def resolve_folder(
         return Path(
             snapshot_download(
                 str(id_or_path),
-                revision=revision,
+                revision=pinned,
                 cache_dir=cache_dir,
                 local_files_only=local_files_only,
                 token=token,
@@ -316,7 +328,17 @@ def resolve_folder(
         )
 
     try:
-        folder = download(force=False)
+        pinned = revision if local_files_only else pin_revision(str(id_or_path), revision, token)
+        try:
+            folder = download(force=False)
+        except ValueError as e:  # the library's own guard on a path it would not write (a hostile listing)
+            if isinstance(e, HFValidationError):
+                raise
+            raise AgentFormatError(
+                f"{id_or_path}: the hub's answer names a path outside its repo ({printable(e)})"
+            ) from None
+        if pinned is not None and pinned != revision:
+            remember_revision(folder, revision or "main", pinned)
         damaged = damaged_files(folder)
         if damaged:  # never load a damaged download: fetch it again, or say why that cannot be done
             from huggingface_hub import is_offline_mode
@@ -396,3 +418,61 @@ def _summary_only(evaluation: dict | None) -> dict | None:
     if evaluation is None:
         return None
     return {k: v for k, v in evaluation.items() if k != "scores"}
+
+
+#: The most an agent's downloaded files may weigh in all (the hub's listing says, before any download).
+MAX_DOWNLOAD_BYTES = 2 << 30
+
+
+def pin_revision(repo_id: str, revision: str | None, token: str | None) -> str | None:
+    """The commit the hub names for ``revision``, checked before anything is written.
+
+    ``huggingface_hub`` uses the commit id a server answers as a file name in its cache
+    (``snapshots/{sha}/``, ``trees/{sha}.json``) without checking it: a mirror or an
+    ``HF_ENDPOINT`` that answers ``../../x`` would write outside the cache. So the commit is asked
+    for here, checked to be 40 hex digits, and the download pinned to it (the library then asks no
+    more); the file names and sizes the hub lists for it are checked too (plain relative paths, at
+    most ``MAX_DOWNLOAD_BYTES`` in all). Where the hub cannot be reached, ``revision`` as it was: the
+    library looks in the cache (whose commit ids were checked when they were written).
+    """
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
+    from huggingface_hub.utils import filter_repo_objects
+
+    api = HfApi(token=token)
+    try:
+        info = api.repo_info(repo_id, revision=revision)
+    except (RepositoryNotFoundError, RevisionNotFoundError):
+        raise
+    except (HfHubHTTPError, OSError, *hub_errors()):
+        return revision  # unreachable: the cache decides, as the library would
+    where = f"{repo_id}" + (f"@{revision}" if revision else "")
+    try:
+        sha = check_commit_id(info.sha, where)
+        files = [f for f in api.list_repo_tree(repo_id, revision=sha, recursive=True) if hasattr(f, "size")]
+        for f in files:
+            check_relative_path(f.path, where)
+        wanted = set(filter_repo_objects([f.path for f in files], allow_patterns=ARTEFACT_PATTERNS))
+        sizes = [f.size for f in files if f.path in wanted]
+        if any(not isinstance(s, int) or s < 0 for s in sizes) or sum(sizes) > MAX_DOWNLOAD_BYTES:
+            raise UntrustedError(
+                f"{where}: the hub lists {printable(sizes)} bytes for the agent's files (at most "
+                f"{MAX_DOWNLOAD_BYTES:,} in all are downloaded)"
+            )
+    except UntrustedError as e:
+        raise AgentFormatError(str(e)) from None
+    except ValueError as e:  # the library's own parsing of a malformed answer
+        raise AgentFormatError(f"{where}: the hub's answer is malformed ({printable(e)})") from None
+    return sha
+
+
+def remember_revision(snapshot: Path, revision: str, sha: str) -> None:
+    """Record in the cache that ``revision`` (a branch or tag) was ``sha``, as the library does
+    when it resolves a revision itself: an offline load of the same id then finds the snapshot."""
+    refs = snapshot.parent.parent / "refs"
+    try:
+        check_relative_path(revision, "revision")
+        (refs / revision).parent.mkdir(parents=True, exist_ok=True)
+        (refs / revision).write_text(sha)
+    except (UntrustedError, OSError):
+        pass  # the cache keeps no name for it: an offline load asks for the commit instead

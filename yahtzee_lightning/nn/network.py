@@ -19,6 +19,7 @@ from ..env import keys as K
 from ..env.features import encode, feature_size, resolve_features
 from ..game import N_BOXES, N_DICE, N_FACES, N_KEEPS, Rules
 from ..game.engine import draw
+from ..untrusted import check_size
 
 DICE_ENCODERS = ("onehot", "bin", "combined", "emb", "pos_emb")
 ROLL_HEADS = ("categorical", "bernoulli")
@@ -27,21 +28,9 @@ _FIXED_DICE = {"onehot": "dice_onehot", "bin": "dice_bin", "combined": "dice_com
 _DICE_FEATURES = {"dice_onehot", "dice_bin", "dice_combined"}
 
 
-#: Sizes a network may have: wide enough for any study, small enough that an untrusted
-#: ``config.json`` cannot make the loader allocate gigabytes before its weights are checked.
-SIZE_BOUNDS = {"d_h": (1, 4096), "n_layers": (1, 16), "head_hidden": (1, 4096), "d_emb": (1, 256)}
-
-
 def _check(name: str, value: str, options: Sequence[str]) -> str:
     if value not in options:
         raise ValueError(f"{name} must be one of {tuple(options)}, got {value!r}")
-    return value
-
-
-def _check_size(name: str, value: int) -> int:
-    low, high = SIZE_BOUNDS[name]
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{name} must be an integer in {low}..{high}, got {value!r}")
     return value
 
 
@@ -95,7 +84,7 @@ class PolicyValueNet(nn.Module):
         dice_encoder: ``onehot``, ``bin``, ``combined``, ``emb`` or ``pos_emb``.
         features: other fixed features by name or preset (see ``env/features.py``); dice
             features in a preset are replaced by ``dice_encoder``.
-        Sizes are checked against ``SIZE_BOUNDS`` before anything is allocated.
+        Sizes are checked against ``untrusted.SIZE_BOUNDS`` before anything is allocated.
         d_h, n_layers: trunk width and depth; each layer Linear -> LayerNorm -> activation ->
             Dropout, with ``layer_norm`` and ``dropout`` switchable for ablations.
         head_hidden: width of each head's hidden layer.
@@ -122,14 +111,14 @@ class PolicyValueNet(nn.Module):
         self.config = {
             "dice_encoder": _check("dice_encoder", dice_encoder, DICE_ENCODERS),
             "features": features if isinstance(features, str) else list(features),
-            "d_h": _check_size("d_h", d_h),
-            "n_layers": _check_size("n_layers", n_layers),
+            "d_h": check_size("d_h", d_h),
+            "n_layers": check_size("n_layers", n_layers),
             "dropout": float(dropout),
             "layer_norm": bool(layer_norm),
             "activation": _check("activation", activation, tuple(ACTIVATIONS)),
-            "head_hidden": _check_size("head_hidden", head_hidden),
+            "head_hidden": check_size("head_hidden", head_hidden),
             "roll_head": _check("roll_head", roll_head, ROLL_HEADS),
-            "d_emb": _check_size("d_emb", d_emb),
+            "d_emb": check_size("d_emb", d_emb),
             "rules": Rules.from_dict(rules).to_dict(),
         }
         if not 0.0 <= self.config["dropout"] < 1.0:

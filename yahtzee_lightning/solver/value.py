@@ -19,6 +19,7 @@ from torch import nn
 
 from ..game import N_BOXES, Rules
 from ..game.rules import UPPER_BONUS_THRESHOLD
+from ..untrusted import check_size
 from .turn import N_MASKS, N_UPPER, turn_start_values
 
 #: Version of the value's inputs and layout; a saved value of another version is refused.
@@ -47,7 +48,10 @@ N_FEATURES = N_BOXES + UPPER_BONUS_THRESHOLD + 3
 
 def silu_mlp(width: int, hidden: int, layers: int) -> nn.Sequential:
     """``layers`` hidden SiLU layers of ``hidden`` units over ``width`` inputs, then one output: the
-    shape of the values an agent carries beside its policy (turn-start value, win value)."""
+    shape of the values an agent carries beside its policy (turn-start value, win value). Its sizes
+    are bounded as the policy network's are, before anything is allocated (they come from files)."""
+    check_size("hidden", hidden)
+    check_size("layers", layers)
     parts: list[nn.Module] = []
     for _ in range(layers):
         parts += [nn.Linear(width, hidden), nn.SiLU()]

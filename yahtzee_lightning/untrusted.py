@@ -1,0 +1,163 @@
+"""What comes from a file, a flag or a server, checked before it is used: sizes, JSON, text and paths.
+
+One place for the bounds, so that no number read from a ``config.json``, a checkpoint, a study file,
+a flag or a hub's answer can make the program allocate gigabytes, recurse without end, write
+outside its target or drive the terminal. Each check raises :class:`UntrustedError` (a
+``ValueError``: the verbs report it in one line) naming what was wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+
+class UntrustedError(ValueError):
+    """Data from outside (a file, a flag, a server) that is refused: the message names it."""
+
+
+#: Network sizes a file or a flag may ask for: wide enough for any study, small enough that an
+#: untrusted ``config.json`` cannot make the loader allocate gigabytes before its weights are checked.
+#: The policy network's keys and the side networks' (turn-start value, win value) alike.
+SIZE_BOUNDS = {
+    "d_h": (1, 4096),
+    "n_layers": (1, 16),
+    "head_hidden": (1, 4096),
+    "d_emb": (1, 256),
+    "hidden": (1, 4096),
+    "layers": (1, 16),
+}
+#: Counts a flag or a config may set, with the reason for each bound.
+COUNT_BOUNDS = {
+    "ensemble": (1, 1024, "members trained in one process"),
+    "total_games": (1, 10**11, "games in one run (39 steps each; a lifetime of CPU beyond it)"),
+    "seed": (0, 2**32 - 1, "a seed torch and numpy both accept"),
+    "max_epochs": (-1, 10**6, "evaluation intervals (-1: as many as the budget needs)"),
+}
+MAX_JSON_DEPTH = 64
+MAX_JSON_BYTES = 64 << 20
+
+
+def check_size(name: str, value: Any, bounds: dict[str, tuple[int, int]] = SIZE_BOUNDS) -> int:
+    """``value`` as a network size within its bounds, else one line naming it."""
+    low, high = bounds[name]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise UntrustedError(f"{name} must be an integer in {low}..{high}, got {printable(repr(value))}")
+    return value
+
+
+def check_count(name: str, value: Any) -> int:
+    """``value`` as one of :data:`COUNT_BOUNDS`' counts, else one line with the bound and its reason."""
+    low, high, why = COUNT_BOUNDS[name]
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise UntrustedError(f"{name} must be an integer in {low:,}..{high:,} ({why}), got {printable(repr(value))}")
+    return value
+
+
+def json_depth(value: Any) -> int:
+    """How deeply ``value``'s lists and mappings nest (iteratively: a deep value cannot overflow it)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth > MAX_JSON_DEPTH:
+                return depth
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def parse_json(text: str | bytes, where: str) -> Any:
+    """JSON from outside: bounded in size and nesting, refused in one line naming ``where``."""
+    if len(text) > MAX_JSON_BYTES:
+        raise UntrustedError(f"{where}: {len(text):,} bytes of JSON, more than the {MAX_JSON_BYTES:,} read")
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise UntrustedError(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise UntrustedError(f"{where}: not valid JSON ({printable(str(e))})") from None
+    if json_depth(value) > MAX_JSON_DEPTH:
+        raise UntrustedError(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+def read_json(path: str | Path, what: str | None = None) -> Any:
+    """A JSON file from outside (``what`` names it; default: its path): bounded as :func:`parse_json`.
+    ``OSError`` passes through (a missing file is the caller's to word)."""
+    path = Path(path)
+    size = path.stat().st_size
+    if size > MAX_JSON_BYTES:
+        raise UntrustedError(f"{what or path}: {size:,} bytes of JSON, more than the {MAX_JSON_BYTES:,} read")
+    return parse_json(path.read_bytes(), str(what or path))
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: Any, keep_newlines: bool = False) -> str:
+    """``text`` with control characters escaped (``\\x1b``, ``\\u202e`` ...): a name or a card from
+    an agent folder or a hub cannot set the terminal's title or colours, write the clipboard
+    (OSC 52) or reorder what is shown. Tabs stay; newlines stay where ``keep_newlines``."""
+    text = str(text)
+
+    def escape(m: re.Match[str]) -> str:
+        c = m.group()
+        return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+    if keep_newlines:
+        return "\n".join(_CONTROL.sub(escape, line) for line in text.split("\n"))
+    return _CONTROL.sub(escape, text.replace("\n", "\\n"))
+
+
+def printable_tree(value: Any) -> Any:
+    """Every string in a JSON value (keys too) made :func:`printable` (iteratively)."""
+    if isinstance(value, str):
+        return printable(value)
+    if not isinstance(value, (dict, list)):
+        return value
+    root: list[Any] = [None]
+    stack = [(value, root, 0)]
+    while stack:
+        item, parent, key = stack.pop()
+        if isinstance(item, dict):  # keys in their order, values filled as the stack reaches them
+            keys = [printable(k) if isinstance(k, str) else k for k in item]
+            new: Any = dict.fromkeys(keys)
+            stack.extend((v, new, k) for k, v in zip(keys, item.values(), strict=True))
+        elif isinstance(item, list):
+            new = [None] * len(item)
+            for i, v in enumerate(item):
+                stack.append((v, new, i))
+        else:
+            new = printable(item) if isinstance(item, str) else item
+        parent[key] = new
+    return root[0]
+
+
+COMMIT_ID = re.compile(r"[0-9a-f]{40}")
+
+
+def check_commit_id(sha: Any, where: str) -> str:
+    """A commit id from a server, before it is used in a path: 40 lowercase hex digits."""
+    if not isinstance(sha, str) or not COMMIT_ID.fullmatch(sha):
+        raise UntrustedError(
+            f"{where}: the hub answered the commit id {printable(repr(sha))}, not 40 hex digits; "
+            "refusing to use it (a misbehaving mirror or HF_ENDPOINT?)"
+        )
+    return sha
+
+
+def check_relative_path(name: Any, where: str) -> str:
+    """A file name from a server or a file, before it is used in a path: relative, inside its folder."""
+    ok = isinstance(name, str) and name and not name.startswith(("/", "\\")) and "\\" not in name
+    parts = name.split("/") if ok else []
+    if not ok or any(p in ("", ".", "..") for p in parts) or _CONTROL.search(name) or ":" in parts[0]:
+        raise UntrustedError(
+            f"{where}: the file name {printable(repr(name))} is not a plain relative path; refusing to write it"
+        )
+    return name
