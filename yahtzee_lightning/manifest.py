@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .digest import DIGEST_KEY, record_sha256
+from .untrusted import read_json
 
 MANIFEST = "manifest.json"
 LOCK = ".yahtzee-lightning.lock"
@@ -103,7 +104,7 @@ class Manifest:
         if not path.is_file() or path.is_symlink():
             return cls(folder)
         try:
-            record = json.loads(path.read_text())
+            record = read_json(path)
         except (OSError, ValueError) as e:
             log.warning("warning: %s: unreadable (%s); nothing in %s counts as ours", path, type(e).__name__, folder)
             return cls(folder)
@@ -253,7 +254,7 @@ class Manifest:
 
 def _owner_text(path: Path) -> str:
     try:
-        o = json.loads(path.read_text())
+        o = read_json(path)
         return f"pid {o['pid']} on {o['host']} since {o['since']} ({o['command']})"
     except (OSError, ValueError, KeyError, TypeError):
         return "another process (its name is not readable)"

@@ -59,32 +59,34 @@ def check_count(name: str, value: Any) -> int:
     return value
 
 
-def json_depth(value: Any) -> int:
-    """How deeply ``value``'s lists and mappings nest (iteratively: a deep value cannot overflow it)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def json_depth(text: str | bytes) -> int:
+    """How deeply a JSON text's arrays and objects nest, counted before parsing (a parser recurses:
+    200,000 levels overflow it)."""
+    raw = text.encode() if isinstance(text, str) else text
+    depth = deepest = 0
+    for c in _STRINGS.sub(b"", raw):
+        if c in b"[{":
+            depth += 1
             deepest = max(deepest, depth)
-            if depth > MAX_JSON_DEPTH:
-                return depth
-            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+        elif c in b"]}":
+            depth -= 1
     return deepest
 
 
-def parse_json(text: str | bytes, where: str) -> Any:
-    """JSON from outside: bounded in size and nesting, refused in one line naming ``where``."""
+def parse_json(text: str | bytes, where: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """JSON from outside: bounded in size and nesting (checked before parsing), refused in one line
+    naming ``where``."""
     if len(text) > MAX_JSON_BYTES:
         raise UntrustedError(f"{where}: {len(text):,} bytes of JSON, more than the {MAX_JSON_BYTES:,} read")
+    if json_depth(text) > max_depth:
+        raise UntrustedError(f"{where}: JSON nested deeper than {max_depth} levels")
     try:
-        value = json.loads(text)
-    except RecursionError:
-        raise UntrustedError(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
-    except (ValueError, UnicodeDecodeError) as e:
+        return json.loads(text)
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise UntrustedError(f"{where}: not valid JSON ({printable(str(e))})") from None
-    if json_depth(value) > MAX_JSON_DEPTH:
-        raise UntrustedError(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
-    return value
 
 
 def read_json(path: str | Path, what: str | None = None) -> Any:

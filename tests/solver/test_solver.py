@@ -256,3 +256,34 @@ def test_processes_that_start_at_once_solve_a_table_once(tmp_path):
     assert [p.returncode for p in procs] == [0, 0]
     assert log.read_text().count("solved") == 1 and outs[0] == outs[1]
     assert [p.name for p in (tmp_path / "cache" / "tables").iterdir() if "partial" in p.name] == []
+
+
+def test_a_table_for_other_rules_or_without_its_tensor_in_the_cache_is_solved_again(tmp_path, caplog, monkeypatch):
+    """Under this rules' cache name: another variant's table, or a file whose tensor has another key.
+    Neither is read (a traceback in every verb that plays the optimum, before): both are rebuilt."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    from yahtzee_lightning.solver import cache
+    from yahtzee_lightning.solver.table import TableFormatError
+
+    monkeypatch.setenv("YAHTZEE_LIGHTNING_CACHE", str(tmp_path))
+    cache._MEMORY.clear()
+    small, other = Rules(boxes=(0, 12)), Rules(boxes=(1, 12))
+    path = cache.table_path(small)
+    path.parent.mkdir(parents=True)
+    solve(other, progress=False).save(path)  # the other variant's table, under this one's name
+    with pytest.raises(TableFormatError, match="was built for rules"):
+        OptimalTable.load(path, small)
+    table = cache.load_or_solve(small, progress=False)
+    assert table.rules == small and "solving it again" in caplog.text
+    assert OptimalTable.load(path, small).rules == small  # the cache now holds the right one
+    with safe_open(str(path), framework="pt") as f:
+        meta = dict(f.metadata())
+    save_file({"table": load_file(str(path))["values"]}, str(path), metadata=meta)
+    with pytest.raises(TableFormatError, match=r"holds \['table'\], not one 'values' tensor"):
+        OptimalTable.load(path, small)
+    cache._MEMORY.clear()
+    caplog.clear()
+    assert cache.load_or_solve(small, progress=False).rules == small and "solving it again" in caplog.text
+    cache._MEMORY.clear()

@@ -47,6 +47,7 @@ from typing import Any
 from uuid import uuid4
 
 from ..game import N_DICE
+from ..untrusted import parse_json
 from .advice import parse_box
 from .game import CoachedGame, Decision, summary, verdict
 
@@ -59,7 +60,6 @@ REQUEST_DEADLINE = 10.0  # seconds for a request's headers and body to arrive, a
 WRITE_TIMEOUT = 10.0  # seconds a reply may wait on a client that does not read it
 WORKERS = 128  # threads reading and answering connections; waiting connections queue in the backlog
 BACKLOG = 512  # connections the kernel holds until a worker is free
-_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
 
 
 class ApiError(Exception):
@@ -75,18 +75,6 @@ def hold_pattern(hold: Any) -> int:
     if any(not 0 <= i < N_DICE for i in hold) or len(set(hold)) != len(hold):
         raise ValueError(f"'hold' must name distinct die positions 0..{N_DICE - 1}, got {hold!r}")
     return sum(1 << i for i in hold)
-
-
-def json_depth(body: bytes) -> int:
-    """How deeply ``body``'s arrays and objects nest, counted before parsing: a parser recurses."""
-    depth = deepest = 0
-    for c in _STRINGS.sub(b"", body):
-        if c in b"[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif c in b"]}":
-            depth -= 1
-    return deepest
 
 
 def body_length(values: list[str]) -> int:
@@ -258,12 +246,7 @@ class _Handler(BaseHTTPRequestHandler):
                 HTTPStatus.REQUEST_TIMEOUT,
                 f"the body did not arrive: {length} bytes announced, not all sent within {wait:g} s of the request",
             )
-        if json_depth(raw) > MAX_DEPTH:
-            raise ValueError(f"the request body is nested deeper than {MAX_DEPTH} levels")
-        try:
-            body = json.loads(raw) if raw else {}
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ValueError(f"the request body is not JSON: {e}") from None
+        body = parse_json(raw, "the request body", max_depth=MAX_DEPTH) if raw else {}
         if not isinstance(body, dict):
             raise ValueError("the request body must be a JSON object")
         return body

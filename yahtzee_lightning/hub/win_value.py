@@ -15,6 +15,7 @@ from typing import Any
 
 from ..digest import tensors_sha256
 from ..solver.win_value import WinValueNet
+from ..untrusted import read_json
 from .files import CARD_NAME, CONFIG_NAME, WIN_VALUE_NAME, AgentFormatError, load_side_net, save_side_net_file
 
 #: The win value's sha256: in its safetensors metadata, config.json and the card.
@@ -62,7 +63,7 @@ def save_win_value(directory: str | Path, net: WinValueNet, info: dict) -> Path:
     if not (directory / CONFIG_NAME).is_file():
         raise AgentFormatError(f"{directory}: missing {CONFIG_NAME} (not an agent folder)")
     save_win_value_file(net, directory)
-    config = json.loads((directory / CONFIG_NAME).read_text())
+    config = read_json(directory / CONFIG_NAME)
     config["win_value"] = entry = win_value_entry(net, info)
     (directory / CONFIG_NAME).write_text(json.dumps(config, indent=2))
     card_path = directory / CARD_NAME

@@ -61,8 +61,8 @@ def check_table_cache(rules: Rules) -> None:
 
 def load_trusted(path: Path, rules: Rules, device: torch.device | str = "cpu") -> OptimalTable | None:
     """The table saved at ``path``, or None when there is none or it cannot be trusted (damaged,
-    another format): the caller solves again, so a table is rebuilt, never read wrong. A table for
-    other rules is still an error (``ValueError``)."""
+    another format, a table for other rules under this one's name, a file without its tensor): the
+    caller solves again, so a table is rebuilt, never read wrong."""
     if not path.exists():
         return None
     try:

@@ -110,9 +110,12 @@ class OptimalTable:
                 raise
             detail = "missing" if isinstance(e, KeyError) else f"{str(e)[:80]}"
             raise TableFormatError(f"{path}: its metadata is damaged ({field}: {detail})") from None
-        if rules is not None and saved != rules:
-            raise ValueError(f"{path} was built for rules {saved.tag()}, not {rules.tag()}")
-        values = load_file(str(path))["values"].clone()  # a copy: the checked bytes are the used ones (not a map)
+        if rules is not None and saved != rules:  # in the cache: another table under this one's name
+            raise TableFormatError(f"{path} was built for rules {saved.tag()}, not {rules.tag()}")
+        tensors = load_file(str(path))
+        if set(tensors) != {"values"}:
+            raise TableFormatError(f"{path}: holds {sorted(tensors)[:5]}, not one 'values' tensor (not a table)")
+        values = tensors["values"].clone()  # a copy: the checked bytes are the used ones (not a map)
         if values_sha256(values) != meta.get("sha256"):
             raise TableFormatError(f"{path}: the values do not match their checksum (the file is damaged)")
         values = values.to(device)

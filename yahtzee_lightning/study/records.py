@@ -15,6 +15,7 @@ from typing import Any
 
 from ..digest import DIGEST_KEY, record_sha256
 from ..machine import describe_machine
+from ..untrusted import parse_json, read_json
 
 LOG = logging.getLogger(__name__)
 SESSIONS = "sessions.jsonl"  # one line per `study run`: its command, machine, CPUs and wall clock
@@ -51,7 +52,7 @@ def read_record(path: Path, then: str) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        record = json.loads(path.read_text())
+        record = read_json(path)
     except (OSError, ValueError) as e:
         LOG.warning("warning: %s: unreadable (%s); %s", path, type(e).__name__, then)
         return None
@@ -79,7 +80,7 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = parse_json(line, f"{path}:{number}")
         except ValueError:
             LOG.warning("warning: %s:%d: cut short or damaged (not JSON); the line is left out", path, number)
             continue
