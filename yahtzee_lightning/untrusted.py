@@ -86,7 +86,7 @@ def parse_json(text: str | bytes, where: str, max_depth: int = MAX_JSON_DEPTH) -
     try:
         return json.loads(text)
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
-        raise UntrustedError(f"{where}: not valid JSON ({printable(str(e))})") from None
+        raise UntrustedError(f"{where}: not JSON ({printable(str(e))})") from None
 
 
 def read_json(path: str | Path, what: str | None = None) -> Any:

@@ -5,7 +5,9 @@ import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from yahtzee_lightning.coach.server import MAX_BODY
+from yahtzee_lightning.coach.server import MAX_BODY, PER_CLIENT_ACTIVE
+
+OTHER = "127.0.0.2"  # a second client address on the loopback range
 
 
 def raw(server, request: bytes, timeout: float = 10.0) -> tuple[int, dict]:
@@ -125,8 +127,8 @@ def test_fifty_clients_dripping_their_bodies_leave_the_server_answering_everyone
     head = post(server, b"")[: -len(b"\r\n\r\n")].replace(b"Content-Length: 0", f"Content-Length: {MAX_BODY}".encode())
     stop = threading.Event()
 
-    def drip() -> bytes:
-        with socket.create_connection(server.server_address, timeout=10) as s:
+    def drip() -> bytes:  # from another client address than everyone else's (the loopback range is ours)
+        with socket.create_connection(server.server_address, timeout=10, source_address=(OTHER, 0)) as s:
             s.sendall(head + b"\r\n\r\n")
             try:
                 while not stop.wait(0.1):
@@ -147,3 +149,30 @@ def test_fifty_clients_dripping_their_bodies_leave_the_server_answering_everyone
         stop.set()
         replies = [d.result(timeout=15) for d in drips]
     assert all(r.startswith(b"HTTP/1.0 408 ") for r in replies), {r[:30] for r in replies}
+
+
+def test_one_address_holding_or_reopening_hundreds_of_connections_delays_only_itself(server):
+    """A bounded loopback test: from 127.0.0.2, 200 connections opened and held silent, then 140 opened
+    and closed in a loop; all the while an ordinary request from 127.0.0.1 is answered within 1 s (before,
+    128 workers each held for the 10 s deadline: 8-9.5 s). Idle connections are closed after the
+    first-byte wait, so the held ones drain too."""
+    server.first_byte = 1.0
+    held: list[socket.socket] = []
+    try:
+        for _ in range(200):
+            held.append(socket.create_connection(server.server_address, timeout=5, source_address=(OTHER, 0)))
+        for _ in range(3):
+            status, _ = raw(server, post(server, b"{}"), timeout=1.0)  # a timeout here fails the test
+            assert status == 200
+        for _ in range(140):  # reopened in a loop, each closed at once
+            socket.create_connection(server.server_address, timeout=5, source_address=(OTHER, 0)).close()
+        status, _ = raw(server, post(server, b"{}"), timeout=1.0)
+        assert status == 200
+        with server._clients_lock:  # its connections wait their turn, at most PER_CLIENT_ACTIVE answered at once
+            assert server._clients[OTHER].active <= PER_CLIENT_ACTIVE
+        # The held ones are closed after the first-byte wait, PER_CLIENT_ACTIVE at a time.
+        held[0].settimeout(3)
+        assert held[0].recv(1) == b""
+    finally:
+        for s in held:
+            s.close()

@@ -90,7 +90,7 @@ def test_bad_artefacts_say_what_is_wrong(tmp_path):
     cases = [
         ("missing config.json", "config.json", None),
         ("missing model.safetensors", "model.safetensors", None),
-        ("not valid JSON", "config.json", "{not json"),
+        ("not JSON", "config.json", "{not json"),
         ("not an agent config", "config.json", "[1, 2]"),
         ("format version 0", "config.json", json.dumps({**config, "format_version": 0})),
         ("format version None", "config.json", json.dumps({k: v for k, v in config.items() if k != "format_version"})),

@@ -36,7 +36,7 @@ import re
 import socket
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -60,6 +60,12 @@ REQUEST_DEADLINE = 10.0  # seconds for a request's headers and body to arrive, a
 WRITE_TIMEOUT = 10.0  # seconds a reply may wait on a client that does not read it
 WORKERS = 128  # threads reading and answering connections; waiting connections queue in the backlog
 BACKLOG = 512  # connections the kernel holds until a worker is free
+FIRST_BYTE = 2.0  # seconds a new connection may stay silent before it is closed (an idle one holds a worker)
+#: One client address at a time: at most this many of its connections are being answered (the rest of
+#: them wait their turn, holding no worker), and at most ``PER_CLIENT_OPEN`` are open (past that, closed
+#: at once). A client that holds or reopens hundreds of connections then delays only itself.
+PER_CLIENT_ACTIVE = 16
+PER_CLIENT_OPEN = 256
 
 
 class ApiError(Exception):
@@ -101,6 +107,9 @@ class CoachServer(HTTPServer):
         self.request_deadline = REQUEST_DEADLINE
         self.pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="coach")
         self.free = threading.BoundedSemaphore(WORKERS + BACKLOG)  # accepted connections not yet closed
+        self.first_byte = FIRST_BYTE
+        self._clients: dict[str, _Client] = {}  # per client address: its open, active and waiting connections
+        self._clients_lock = threading.Lock()
 
     @property
     def url(self) -> str:
@@ -113,9 +122,27 @@ class CoachServer(HTTPServer):
         return {f"{HOST}:{port}", f"localhost:{port}"}
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        """Hand the connection to the pool; past its queue, leave the rest to the backlog."""
+        """Hand the connection to the pool, fairly: each client address has at most
+        ``PER_CLIENT_ACTIVE`` connections answered at once (its others wait their turn, holding no
+        worker) and ``PER_CLIENT_OPEN`` open (past that, closed at once); in all, past the workers'
+        queue, the rest waits in the backlog."""
+        host = client_address[0] if isinstance(client_address, tuple) else str(client_address)
+        with self._clients_lock:
+            client = self._clients.setdefault(host, _Client())
+            refused = client.open >= PER_CLIENT_OPEN
+            if not refused:
+                client.open += 1
+                run = client.active < PER_CLIENT_ACTIVE
+                if run:
+                    client.active += 1
+                else:
+                    client.waiting.append((request, client_address))
+        if refused:
+            self.shutdown_request(request)
+            return
         self.free.acquire()
-        self.pool.submit(self._process, request, client_address)
+        if run:
+            self.pool.submit(self._process, request, client_address)
 
     def _process(self, request: Any, client_address: Any) -> None:
         try:
@@ -125,6 +152,21 @@ class CoachServer(HTTPServer):
         finally:
             self.shutdown_request(request)
             self.free.release()
+            self._next_of(client_address)
+
+    def _next_of(self, client_address: Any) -> None:
+        """A connection of this client's is done: its next waiting one takes the worker's turn."""
+        host = client_address[0] if isinstance(client_address, tuple) else str(client_address)
+        with self._clients_lock:
+            client = self._clients[host]
+            client.open -= 1
+            waiting = client.waiting.popleft() if client.waiting else None
+            if waiting is None:
+                client.active -= 1
+                if client.open == 0:
+                    del self._clients[host]
+        if waiting is not None:
+            self.pool.submit(self._process, *waiting)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Quiet: a client that hangs up mid-reply is the client's business."""
@@ -172,23 +214,37 @@ class CoachServer(HTTPServer):
         raise ApiError(HTTPStatus.NOT_FOUND, f"no API route {method} {path}")
 
 
+class _Client:
+    """One client address's connections: open (accepted, not yet closed), active (being answered) and
+    waiting (their turn to come)."""
+
+    def __init__(self) -> None:
+        self.open = self.active = 0
+        self.waiting: deque[tuple[Any, Any]] = deque()
+
+
 class _DeadlineReader(io.RawIOBase):
     """A connection's incoming bytes, each read waiting only for what is left of the request's
-    deadline: a per-read timeout alone lets a client that sends a byte now and then hold on forever."""
+    deadline: a per-read timeout alone lets a client that sends a byte now and then hold on forever.
+    Its first byte must come by ``first_by`` (an idle connection is closed early)."""
 
-    def __init__(self, sock: socket.socket, deadline: float) -> None:
+    def __init__(self, sock: socket.socket, deadline: float, first_by: float | None = None) -> None:
         super().__init__()
         self.sock, self.deadline = sock, deadline
+        self.first_by = first_by
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        left = self.deadline - time.monotonic()
+        until = self.deadline if self.first_by is None else min(self.deadline, self.first_by)
+        left = until - time.monotonic()
         if left <= 0:
             raise TimeoutError("the request did not arrive before its deadline")
         self.sock.settimeout(left)
-        return self.sock.recv_into(buffer)
+        n = self.sock.recv_into(buffer)
+        self.first_by = None
+        return n
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -211,9 +267,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        deadline = time.monotonic() + self.server.request_deadline  # headers and body, all reads together
+        now = time.monotonic()
+        deadline = now + self.server.request_deadline  # headers and body, all reads together
         self.rfile.close()  # the plain reader: its hold on the socket would delay the socket's close
-        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, deadline))
+        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, deadline, now + self.server.first_byte))
 
     def _refuse(self, status: HTTPStatus, message: str) -> None:
         self.close_connection = True  # an unread body must not be taken for the next request
