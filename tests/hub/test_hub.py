@@ -353,7 +353,7 @@ def test_a_damaged_blob_in_the_hub_cache_is_downloaded_again_never_loaded(tmp_pa
 def test_damaged_files_checks_sha256_and_git_blob_names(tmp_path):
     import hashlib
 
-    from yahtzee_lightning.hub.agent import damaged_files
+    from yahtzee_lightning.hub.download import damaged_files
 
     blobs, snapshot = tmp_path / "blobs", tmp_path / "snapshot"
     blobs.mkdir(), snapshot.mkdir()

@@ -151,8 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     rules = rules_from_args(args, parser)
 
     from ..env.features import sees_opponents
-    from ..hub.agent import hub_errors
     from ..hub.cli import hub_failure
+    from ..hub.download import hub_errors
     from ..resolve import resolve_player
     from ..solver.cache import check_table_cache
 

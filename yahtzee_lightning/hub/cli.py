@@ -205,7 +205,8 @@ def push_main(argv: list[str] | None = None) -> int:
     directory = Path(args.directory)
     if not directory.is_dir():
         parser.error(f"{directory} is not a folder")
-    from .agent import AgentError, YahtzeeAgent, hub_errors
+    from .agent import AgentError, YahtzeeAgent
+    from .download import hub_errors
 
     try:
         agent = YahtzeeAgent.load(directory)  # refuse to upload a broken folder
@@ -226,7 +227,8 @@ def pull_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--revision", default=None, help="branch, tag or commit (default: main)")
     parser.add_argument("--force", action="store_true", help="replace an agent folder already there, as a whole")
     args = parser.parse_args(argv)
-    from .agent import AgentError, YahtzeeAgent, agent_files, hub_errors, resolve_folder
+    from .agent import AgentError, YahtzeeAgent, agent_files
+    from .download import hub_errors, resolve_folder
 
     out = Path(args.directory)
     check_folder_target(out, parser, args.force)

@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
 
             check_required(study)
             if args.out:
-                from .hypothesis_file import check_preregistered
+                from .preregistration import check_preregistered
 
                 check_preregistered(study, Path(args.out))
             print(describe(study))

@@ -18,6 +18,7 @@ import pandas as pd
 
 from .context import Context, bounds
 from .hypothesis_file import Hypothesis, cell_label, earlier_folder
+from .results import load_plan, load_table
 from .stats import Comparison, against, holm, paired, spread, welch
 
 ALPHA = 0.05
@@ -45,8 +46,6 @@ def finals_of(ctx: Context, ablation: str, label: str) -> pd.DataFrame:
 
 def earlier_finals(ctx: Context, h: Hypothesis) -> pd.DataFrame:
     """The finished members' final rows of an earlier study's cell (``compare[1]`` a mapping), by seed."""
-    from .results import load_plan, load_table
-
     other = h.compare[1]
     folder = earlier_folder(other["study"], ctx.out)
     study, _ = load_plan(folder)

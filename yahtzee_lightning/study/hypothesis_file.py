@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .records import PLAN, read_record
+
 HYPOTHESIS_KEYS = {"claim", "ablation", "metric", "compare", "direction", "statistic", "scale"}
 #: ``scale: paper``: a claim about the paper's own agent (600 x 3, 1,000,000 games). A smaller cell
 #: cannot contradict it: there a result against it reads "not testable at this scale".
@@ -97,7 +99,7 @@ def earlier_folder(folder: str, anchor: Path) -> Path:
     """An earlier study folder named in a hypothesis: as given, else under one of ``anchor``'s
     parents (a study file's or a study folder's: the repository the folders are committed in)."""
     for base in (Path.cwd(), *Path(anchor).resolve().parents):
-        if (base / folder / "study.json").is_file():
+        if (base / folder / PLAN).is_file():
             return base / folder
     raise FileNotFoundError(folder)
 
@@ -183,55 +185,20 @@ def check_earlier(hyp: Hypothesis, key: str, reader: Any) -> None:
     """A comparison with a cell of an earlier study folder (``{study: FOLDER, cell: LABEL, ablation:
     NAME}``, the ablation by default the hypothesis's own): the folder must hold a study with that
     cell. Its members are compared as they were trained (an earlier implementation, say)."""
-    from .results import load_plan
-    from .spec import StudyError
-
     other = reader.mapping(hyp.compare[1], f"{key}.compare[1]", EARLIER_KEYS)
     if not isinstance(other.get("study"), str) or not isinstance(other.get("cell"), str):
         reader.fail(f"{key}.compare[1]", f"an earlier study's cell is {{study: FOLDER, cell: LABEL}}, got {other!r}")
     try:
         folder = earlier_folder(other["study"], Path(reader.path))
-        earlier, _ = load_plan(folder)
-    except (FileNotFoundError, StudyError) as e:
-        reader.fail(f"{key}.compare[1]", f"no study folder {other['study']!r} ({e})")
+    except FileNotFoundError:
+        reader.fail(f"{key}.compare[1]", f"no study folder {other['study']!r} (it holds no {PLAN})")
+    plan = read_record(folder / PLAN, "it is not read")
+    ablations = ((plan or {}).get("study") or {}).get("ablations") or {}
     ablation = other.get("ablation", hyp.ablation)
-    if ablation not in earlier.ablations:
-        reader.fail(f"{key}.compare[1]", f"{other['study']} has no ablation {ablation!r}")
-    labels = [cell_label(lab) for _, lab in earlier.ablations[ablation].cells]
+    if ablation not in ablations:
+        reader.fail(f"{key}.compare[1]", f"{other['study']} has no ablation {ablation!r} (or its {PLAN} is damaged)")
+    labels = [cell_label(lab) for _, lab in ablations[ablation]["cells"]]
     if other["cell"] not in labels:
         reader.fail(
             f"{key}.compare[1]", f"no cell {other['cell']!r} in {other['study']}; its cells: {', '.join(labels)}"
-        )
-
-
-def check_preregistered(study: Any, out: Path) -> None:
-    """Refuse, in one line, a study file whose hypotheses differ from those its folder ``out``
-    recorded at its first run (``study.json``): a hypothesis is written down before the runs, and a
-    changed, added or removed one after them is no longer a test of a prediction."""
-    from dataclasses import asdict
-
-    from .results import PLAN, read_plan
-    from .spec import StudyError
-
-    plan = Path(out) / PLAN
-    if not plan.exists():
-        return
-    old = read_plan(plan)["study"]
-    if old.get("name") != study.name:
-        return  # another study's folder: refused as such where the folder is used
-    before = old.get("hypotheses", {})
-    now = {k: asdict(h) for k, h in study.hypotheses.items()}
-    for hid in sorted(set(before) | set(now)):
-        if hid not in now:
-            what = "is no longer in the file"
-        elif hid not in before:
-            what = "was not in it (a hypothesis added after the runs started is exploratory, not a test)"
-        elif before[hid] != now[hid]:
-            field = next(k for k in now[hid] if before[hid].get(k) != now[hid][k])
-            what = f"changed its {field} ({before[hid].get(field)!r} -> {now[hid][field]!r})"
-        else:
-            continue
-        raise StudyError(
-            f"{study.path}: hypotheses.{hid} {what}: {plan} pre-registered the hypotheses before its first run; "
-            "keep them as they were, or start a new study folder"
         )

@@ -17,6 +17,8 @@ from ..digest import DIGEST_KEY, record_sha256
 from ..machine import describe_machine
 from ..untrusted import parse_json, read_json
 
+PLAN = "study.json"  # a study folder's plan: the study as expanded, and its trials
+
 LOG = logging.getLogger(__name__)
 SESSIONS = "sessions.jsonl"  # one line per `study run`: its command, machine, CPUs and wall clock
 

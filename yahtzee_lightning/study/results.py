@@ -20,10 +20,9 @@ from typing import Any
 import pandas as pd
 
 from .hypothesis_file import REFERENCE_METRICS
-from .records import LOG, read_final, read_lines, read_record
+from .records import LOG, PLAN, read_final, read_lines, read_record
 from .spec import Study, StudyError
 
-PLAN = "study.json"
 TABLE = "results.csv"
 #: ``results.csv``'s sha256, in ``sha256sum`` format: a report drawn from the table alone (a committed
 #: copy without run folders) refuses a table that was edited or damaged after ``study run`` wrote it.

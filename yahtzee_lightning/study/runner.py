@@ -22,9 +22,9 @@ from ray import tune
 from ..manifest import META, Manifest
 from .chain import chain_label, source_of
 from .cluster import CLUSTER_RETRIES, check_address, check_nodes, trial_resources
-from .hypothesis_file import check_preregistered
 from .ownership import REPORT, beat, owned, study_session
 from .packing import ensemble_of, pack_trials
+from .preregistration import check_preregistered
 from .progress_lines import Progress
 from .records import digested_text, log_session, read_final
 from .results import PLAN, Trial, read_plan, write_table
