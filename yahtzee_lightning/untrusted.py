@@ -35,7 +35,7 @@ COUNT_BOUNDS = {
     "ensemble": (1, 1024, "members trained in one process"),
     "total_games": (1, 10**11, "games in one run (39 steps each; a lifetime of CPU beyond it)"),
     "seed": (0, 2**32 - 1, "a seed torch and numpy both accept"),
-    "max_epochs": (-1, 10**6, "evaluation intervals (-1: as many as the budget needs)"),
+    "max_epochs": (-1, 10**6, "evaluation intervals; -1: as many as the budget needs"),
 }
 MAX_JSON_DEPTH = 64
 MAX_JSON_BYTES = 64 << 20

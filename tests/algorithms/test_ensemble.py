@@ -100,7 +100,7 @@ def test_members_have_their_own_settings_optimisers_and_results():
 @pytest.mark.parametrize(
     ("ensemble", "message"),
     [
-        (0, "ensemble must be a member count >= 1"),
+        (0, "ensemble must be an integer in 1..1,024"),
         ([], "at least one member"),
         ({"lr": [1e-3, 2e-3], "seed": [0, 1, 2]}, "ensemble.seed has 3 values for 2 members"),
         ({"size": 3, "lr": [1e-3]}, "ensemble.lr has 1 values for 3 members"),
@@ -165,7 +165,7 @@ def test_an_ensemble_from_the_command_line_logs_resumes_and_exports_its_members(
     with pytest.raises(SystemExit) as exit_:
         _fit(tmp_path / "bad", "a2c.yaml", "--model.init_args.ensemble=0")
     assert exit_.value.code == 2
-    assert "ensemble must be a member count >= 1" in capsys.readouterr().err
+    assert "ensemble must be an integer in 1..1,024" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()
 
 

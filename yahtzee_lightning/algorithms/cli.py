@@ -9,7 +9,6 @@ every constructor argument is a YAML key or a dotted override (``--model.init_ar
 from __future__ import annotations
 
 import contextlib
-import difflib
 import errno
 import logging
 import os
@@ -26,8 +25,10 @@ from lightning.pytorch.callbacks.progress import ProgressBar
 from lightning.pytorch.cli import LightningCLI
 
 from ..manifest import FolderBusy, folder_lock
+from ..untrusted import UntrustedError, check_count
 from . import resume
 from .checkpoint import is_run_checkpoint
+from .config_errors import _options, parse_error
 from .launch import LaunchError, SameRunOnEveryRank, check_nodes, check_resumed_ranks
 from .progress_lines import FitProgressLines, ProgressBarOnStderr
 from .training_config import TrainingConfig
@@ -203,6 +204,10 @@ class _CLI(LightningCLI):
             except ArgumentError as e:  # the command line's or a config dict's (a study's check): one line
                 given = subparsers.get(args[0], parser) if isinstance(args, (list, tuple)) and args else parser
                 raise ConfigError(parse_error(str(e), _options(given))) from None
+        try:  # before LightningCLI seeds anything with it
+            check_trainer_counts(self.config.get(str(self.config.get("subcommand")), self.config))
+        except UntrustedError as e:
+            raise ConfigError(str(e)) from None
 
     def before_instantiate_classes(self) -> None:
         config = self.config.get(str(self.subcommand), self.config)
@@ -220,6 +225,16 @@ class _CLI(LightningCLI):
 
 class ConfigError(ValueError):
     """A ``fit`` argument or config that does not parse, worded in one line (:func:`parse_error`)."""
+
+
+def check_trainer_counts(config: Any) -> None:
+    """The seed and the epoch count bounded before anything is built (``untrusted.COUNT_BOUNDS``):
+    numpy and Lightning fail on a seed past 2**32 - 1 with a traceback, deep inside the run."""
+    seed = config.get("seed_everything")
+    if seed is not None and not isinstance(seed, bool):
+        check_count("seed", seed)
+    if (epochs := config.trainer.get("max_epochs")) is not None:
+        check_count("max_epochs", epochs)
 
 
 def usage_error(subcommand: str | None, message: str) -> None:
@@ -241,79 +256,6 @@ def _quiet(logger_name: str):
         yield
     finally:
         logger.setLevel(level)
-
-
-def parse_error(message: str, options: list[str] | None = None) -> str:
-    """jsonargparse's report of a bad argument (usage, then every Union branch tried) as one line,
-    for ``fit`` and for a study's check of its configs alike.
-
-    An unknown key names the nearest keys its class accepts (a model's) or the parser's
-    ``options`` (``trainer.*``, ...); an ill-typed value names its key, the value and the types
-    accepted; a class path that does not import names it; anything else keeps jsonargparse's first
-    and innermost lines.
-    """
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
-    unknown = re.search(r"Option '([^']+)' is not accepted", message)
-    owner = re.findall(r"class_path '([\w.]+)'", message)
-    if unknown and owner:
-        return unknown_key(unknown[1], owner[-1], _class_keys(owner[-1]))
-    unrecognized = re.search(r"nrecognized arguments: --([^\s=]+)|does not accept option '([^']+)'", message)
-    if unrecognized and options:  # on the command line, or in a YAML (a dict: "Group 'trainer' does not ...")
-        in_group = re.search(r"Group '([\w.]+)' does not accept", message)
-        key = (f"{in_group[1]}." if in_group else "") + (unrecognized[1] or unrecognized[2])
-        group = [o for o in options if o.split(".")[0] == key.split(".")[0]]  # trainer.max_epoch: trainer.*
-        return unknown_key(key, f"--{key.split('.')[0]}" if group else "fit", group or options)
-    keys = re.findall(r'Parser key "([^"]+)"', message)
-    if len(keys) > 1:  # an init argument of the wrong type: the innermost report, its key, value and types
-        inner = [line.strip() for line in message.rsplit(f'Parser key "{keys[-1]}":', 1)[1].splitlines()]
-        given = next((line.split(":", 1)[1].strip() for line in inner if line.startswith("Given value:")), None)
-        subtypes = next((line.split(":", 1)[1].strip() for line in inner if line.startswith("Subtypes:")), None)
-        if given is not None and subtypes is not None:
-            return f"{keys[-1]}: {given!r} is not a valid value (it must be one of {_type_names(subtypes)})"
-        expected = re.match(r"Expected an? (.+?)\. Got value: (.*)", next((x for x in inner if x), ""))
-        if expected:
-            return f"{keys[-1]}: {expected[2]!r} is not a valid value (it must be {_type_names(expected[1])})"
-    for i, line in enumerate(lines):  # a class path that does not import, or a class it cannot be
-        if "Problem with given class_path" in line:
-            detail = []
-            for more in lines[i + 1 :]:
-                if more.startswith(("- ", "Given value", "Subtypes")):
-                    break
-                detail.append(more)
-            return ": ".join([line.lstrip("- ").rstrip(":"), *([" ".join(detail)] if detail else [])])
-    rest = [
-        x
-        for x in lines[1:]
-        if not x.startswith(("Given value", "Subtypes", "Errors", "- Expected a <class 'NoneType'>"))
-    ]
-    return " ".join(lines[:1] + rest[-1:])
-
-
-def unknown_key(key: str, owner: str, known: list[str]) -> str:
-    """An unknown key in one line: the nearest keys ``owner`` accepts, or all of them."""
-    near = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(near)}?" if near else f"; {owner} accepts: {', '.join(known)}"
-    return f"unknown key {key!r} for {owner}{hint}"
-
-
-def _options(parser: Any) -> list[str]:
-    """A parser's long options without their dashes (``trainer.max_epochs``, ``ckpt_path``, ...)."""
-    return [s[2:] for a in parser._actions for s in a.option_strings if s.startswith("--") and s != "--help"]
-
-
-def _type_names(types: str) -> str:
-    """``[<class 'int'>, typing.Any]`` as ``int, Any``."""
-    return re.sub(r"<class '(?:[\w.]+\.)?(\w+)'>", r"\1", types).replace("typing.", "").strip("[]")
-
-
-def _class_keys(class_path: str) -> list[str]:
-    """The init arguments jsonargparse accepts for a class (``**kwargs`` followed), in its order."""
-    from jsonargparse import ArgumentParser
-    from jsonargparse._util import import_object
-
-    parser = ArgumentParser(exit_on_error=False)
-    parser.add_class_arguments(import_object(class_path), "m")
-    return [a.dest[2:] for a in parser._actions if a.dest.startswith("m.")]
 
 
 class _NoCloudTip:

@@ -42,6 +42,7 @@ from torch import nn
 
 from ..nn import PolicyValueNet
 from ..nn.ensemble import StackedNet
+from ..untrusted import check_count
 
 #: Settings every member shares: one algorithm, one network shape (the stacked forward pass), one
 #: env (the rules, the task and the batch), one budget and one evaluation protocol.
@@ -82,9 +83,7 @@ def parse_members(spec: Any, base_seed: int) -> list[dict[str, Any]] | None:
     if isinstance(spec, bool) or not isinstance(spec, (int, list, dict)):
         raise ValueError(f"ensemble must be a member count, a list of per-member settings or a mapping, got {spec!r}")
     if isinstance(spec, int):
-        if spec < 1:
-            raise ValueError(f"ensemble must be a member count >= 1, got {spec}")
-        members: list[dict[str, Any]] = [{} for _ in range(spec)]
+        members: list[dict[str, Any]] = [{} for _ in range(check_count("ensemble", spec))]
     elif isinstance(spec, dict):
         spec = dict(spec)
         size = spec.pop("size", None)
@@ -95,6 +94,7 @@ def parse_members(spec: Any, base_seed: int) -> list[dict[str, Any]] | None:
         k = size if size is not None else next(iter(lengths.values()), None)
         if k is None or isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"ensemble.size must be a member count >= 1, got {k!r}")
+        check_count("ensemble", k)
         for key, n in lengths.items():
             if n != k:
                 raise ValueError(f"ensemble.{key} has {n} values for {k} members")
@@ -102,6 +102,7 @@ def parse_members(spec: Any, base_seed: int) -> list[dict[str, Any]] | None:
     else:
         if not spec:
             raise ValueError("ensemble must have at least one member, got []")
+        check_count("ensemble", len(spec))
         if not all(isinstance(m, dict) for m in spec):
             bad = next(m for m in spec if not isinstance(m, dict))
             raise ValueError(f"ensemble members must be mappings of settings, got {bad!r}")

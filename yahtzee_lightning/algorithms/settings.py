@@ -15,6 +15,7 @@ import torch
 from ..game import Rules
 from ..nn import PolicyValueNet, transfer_weights
 from ..schedules import anneal
+from ..untrusted import check_count
 
 
 class Settings:
@@ -44,6 +45,7 @@ class Settings:
         need(isinstance(h.seed, int) and 0 <= h.seed < 2**32, "seed", "an integer in 0..2**32-1")
         # Upper bounds, each with its reason: a count past them fills the memory before it fails.
         need(h.games_per_batch <= 1 << 20, "games_per_batch", "at most 1,048,576 (a batch's games are held at once)")
+        check_count("total_games", h.total_games)
         for name in ("eval_games", "final_eval_games", "diagnose_games"):
             need(h[name] <= 10_000_000, name, "at most 10,000,000 (every game's record is kept in memory)")
         need(h.n_players <= 8, "n_players", "at most 8 (a match's length and memory grow with its seats)")

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import pickle
 import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..cli import VerbParser
+from ..manifest import FolderBusy
+from ..replace import replacing as writing
 
 if TYPE_CHECKING:  # torch and the hub client load after parsing, so that --help answers at once
     from .agent import YahtzeeAgent
@@ -177,8 +175,13 @@ def export_main(argv: list[str] | None = None) -> int:
     names = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME] + ([Path(args.config).name] if args.config else [])
     names += [carried[0]] if carried else []
     check_clashes(Path(args.directory), names, parser)
+
+    def recheck() -> None:  # under the folder's lock: another writer may have written it since
+        check_folder_target(Path(args.directory), parser, args.force)
+        check_clashes(Path(args.directory), names, parser)
+
     try:
-        with new_folder(Path(args.directory)) as out:
+        with writing(Path(args.directory), "yahtzee-lightning export", recheck) as out:
             agent.save_pretrained(out)
             if args.config:
                 shutil.copyfile(args.config, out / Path(args.config).name)
@@ -186,6 +189,8 @@ def export_main(argv: list[str] | None = None) -> int:
                 (out / carried[0]).write_text(carried[1])
     except OSError as e:  # a full disk, a file-size limit: one line, and the folder as it was
         parser.error(f"{args.directory}: could not be written ({e.strerror or type(e).__name__}); nothing replaced")
+    except FolderBusy as e:
+        parser.error(str(e))
     print(f"wrote {args.directory}")
     if agent.evaluation and "matches" in agent.evaluation:
         m = agent.evaluation["matches"]
@@ -241,12 +246,19 @@ def pull_main(argv: list[str] | None = None) -> int:
         parser.error(hub_failure(args.repo_id, e))
     names = agent_files(source)
     check_clashes(out, names, parser)
+
+    def recheck() -> None:  # under the folder's lock: another writer may have written it since
+        check_folder_target(out, parser, args.force)
+        check_clashes(out, names, parser)
+
     try:
-        with new_folder(out) as tmp:
+        with writing(out, "yahtzee-lightning pull", recheck) as tmp:
             for name in names:
                 shutil.copyfile(source / name, tmp / name)  # the cache holds symlinks: copy the content
     except OSError as e:
         parser.error(f"{out}: could not be written ({e.strerror or type(e).__name__}); nothing replaced")
+    except FolderBusy as e:
+        parser.error(str(e))
     print(f"wrote {out}")
     return 0
 
@@ -296,29 +308,6 @@ def check_clashes(path: Path, names: list[str], parser: argparse.ArgumentParser)
             f"{path}: {', '.join(clash)} would be overwritten but was not written by yahtzee-lightning (or was "
             "changed since); move it away first (nothing written)"
         )
-
-
-@contextlib.contextmanager
-def new_folder(path: Path) -> Iterator[Path]:
-    """A fresh folder beside ``path`` to write into; on success its files replace those of ours in
-    ``path`` (checked by :func:`check_folder_target` and :func:`check_clashes`): the files the
-    manifest names go, every other file stays (a line says so), and the manifest names the new ones."""
-    from ..manifest import MANIFEST, Manifest
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-    try:
-        yield tmp
-        names = sorted(p.name for p in tmp.iterdir() if p.name != MANIFEST)
-        path.mkdir(exist_ok=True)
-        manifest = Manifest.read(path)
-        manifest.remove_owned(spare=names)
-        for name in names:
-            os.replace(tmp / name, path / name)
-        manifest.add(names)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
 
 
 def hub_failure(repo_id: str, error: BaseException) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..game import BOX_NAMES
 from ..manifest import MANIFEST, Manifest, file_sha256
+from ..replace import replacing
 from .aggregates import draw_profiles, table_aggregates, table_improvement
 from .chain import scratch_twin
 from .claims import write_claims
@@ -260,8 +261,17 @@ def _write_report(out: Path, force: bool) -> Path:
     study = ctx.study
     exhibits = {**study.exhibits, **beside_the_mean(study)}
     names = ["index.md", "exhibits.json", CLAIMS] + [f"{eid}.{EXHIBITS[eid].suffix}" for eid in exhibits]
-    report = clear_report(folder, force, names)
-    folder.mkdir(parents=True, exist_ok=True)
+    check_report(folder, force, names)
+    # Drawn into a fresh folder that takes the report's place in one step: a report killed half-way
+    # leaves the old report whole (and the next one sweeps its litter); the user's files there stay.
+    with replacing(folder, "yahtzee-lightning study report") as tmp:
+        _draw_report(ctx, tmp, exhibits)
+    Manifest.read(out).add([n for n in (FRESH, REFERENCE) if (out / n).is_file()])  # the report's caches
+    return folder / "index.md"
+
+
+def _draw_report(ctx: Context, folder: Path, exhibits: dict[str, list[str]]) -> None:
+    study = ctx.study
     lines = [f"# Study {study.name} (profile {study.profile})", "", study.description, "", *setting_lines(ctx)]
     lines += _status_lines(ctx)
     manifest: dict[str, dict] = {}
@@ -275,14 +285,12 @@ def _write_report(out: Path, force: bool) -> Path:
             ]
             lines.append("")
         (folder / "exhibits.json").write_text(json.dumps(manifest))
-        (index := folder / "index.md").write_text("\n".join(lines))
-        report.add(["exhibits.json", "index.md"])
-        return index
+        (folder / "index.md").write_text("\n".join(lines))
+        return
     for eid, ablations in exhibits.items():
         ex = EXHIBITS[eid]
         path = folder / f"{eid}.{ex.suffix}"
         points = ex.draw(ctx, ablations, path)
-        report.add([path.name])  # at once: a report killed half-way is still replaced by the next
         manifest[eid] = {"file": path.name, "points": points, "ablations": ablations}
         lines += [f"## {eid}. {ex.title}", ""]
         lines += [f"![{eid}]({path.name})" if ex.suffix == "png" else path.read_text()]
@@ -293,11 +301,7 @@ def _write_report(out: Path, force: bool) -> Path:
     lines += [f"*{CLAIMS_NOTE} Also in [{CLAIMS}]({CLAIMS}).*", ""]
     print(f"  claims: {CLAIMS} ({claims} rows)")
     (folder / "exhibits.json").write_text(json.dumps(manifest, indent=1))
-    index = folder / "index.md"
-    index.write_text("\n".join(lines))
-    report.add([CLAIMS, "exhibits.json", "index.md"])
-    Manifest.read(out).add([n for n in (FRESH, REFERENCE) if (out / n).is_file()])  # the report's caches
-    return index
+    (folder / "index.md").write_text("\n".join(lines))
 
 
 def beside_the_mean(study: Study) -> dict[str, list[str]]:
@@ -312,15 +316,15 @@ def beside_the_mean(study: Study) -> dict[str, list[str]]:
     return {eid: source for eid in ("A1", "A2", "A3") if eid not in study.exhibits and source}
 
 
-def clear_report(folder: Path, force: bool, names: list[str] | None = None) -> Manifest:
-    """Delete an earlier report in ``folder`` (with ``force``): only the files its manifest proves a
-    report wrote, unchanged since; every other file stays, named in a line. A file of anyone else's
-    at a name the new report writes (``names``) is refused before anything is deleted, ``force`` or
-    not. A report written before manifests has its files of a report's names replaced. Returns the
-    folder's manifest."""
+def check_report(folder: Path, force: bool, names: list[str] | None = None) -> None:
+    """Refuse to replace an earlier report in ``folder`` without ``force``, and, ``force`` or not, a
+    file of anyone else's at a name the new report writes (``names``), before anything is drawn.
+    Replaced (by :func:`~yahtzee_lightning.replace.replacing`): only the files the report's manifest
+    proves a report wrote, unchanged since; every other file stays, named in a line. A report written
+    before manifests has its files of a report's names counted as a report's."""
     report = Manifest.read(folder)
     if not folder.exists():
-        return report
+        return
     if not folder.is_dir() or folder.is_symlink():
         raise StudyError(f"{folder}: exists and is not a folder")
     old = not (folder / MANIFEST).exists()
@@ -342,8 +346,7 @@ def clear_report(folder: Path, force: bool, names: list[str] | None = None) -> M
         )
     if old:  # before manifests: the files of a report's names are replaced, nothing else
         report.files = {n: file_sha256(folder / n) for n in ours if (folder / n).is_file()}
-    report.remove_owned()
-    return report
+        report.save()
 
 
 def _status_lines(ctx: Context) -> list[str]:

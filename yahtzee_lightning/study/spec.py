@@ -186,7 +186,7 @@ class _Reader:
             self._parsed[known] = parse_fit_config(config)
             return self._parsed[known]
         except Exception as e:  # ConfigError, worded as fit words it (and what a class path's import raises)
-            from ..algorithms.cli import parse_error  # (Lightning's import: only when a config is checked)
+            from ..algorithms.config_errors import parse_error
 
             self.fail(key, parse_error(str(e)))
 

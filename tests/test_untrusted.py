@@ -1,0 +1,131 @@
+"""What comes from a file, a flag or a server: bounded, escaped, refused in one line naming it."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from yahtzee_lightning.cli import main
+from yahtzee_lightning.hub import AgentFormatError, YahtzeeAgent
+from yahtzee_lightning.untrusted import (
+    UntrustedError,
+    check_commit_id,
+    check_count,
+    check_relative_path,
+    check_size,
+    parse_json,
+    printable,
+    printable_tree,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "checkpoints" / "distilled-128x2"
+
+
+def test_json_is_bounded_in_nesting_before_it_is_parsed():
+    deep = "[" * 200_000 + "]" * 200_000  # a parser recurses: this overflowed it (RecursionError)
+    with pytest.raises(UntrustedError, match=r"^config\.json: JSON nested deeper than 64 levels$"):
+        parse_json(deep, "config.json")
+    assert parse_json('{"a": "[[[[[[[[", "b": [1, {"c": 2}]}', "x") == {"a": "[[[[[[[[", "b": [1, {"c": 2}]}
+    with pytest.raises(UntrustedError, match=r"^x: not JSON \("):
+        parse_json("{nope", "x")
+
+
+def test_text_from_outside_is_shown_with_its_control_characters_escaped():
+    title = "agent\x1b]0;pwned\x07\x1b]52;c;ZXZpbA==\x07\x1b[31m\u202eevil"
+    shown = printable(title)
+    assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown
+    assert shown == "agent\\x1b]0;pwned\\x07\\x1b]52;c;ZXZpbA==\\x07\\x1b[31m\\u202eevil"
+    assert printable("two\nlines\tand a tab", keep_newlines=True) == "two\nlines\tand a tab"
+    tree = printable_tree({"name": title, "b": [1, {"\x1bk": "v"}], "a": None})
+    assert list(tree) == ["name", "b", "a"] and tree["b"][1] == {"\\x1bk": "v"} and tree["name"] == shown
+
+
+@pytest.mark.parametrize("name", ["../../evil.yaml", "/abs.yaml", "sub/../x", "a\\b", "", "./x", "c:/x", "a\x1bb"])
+def test_a_file_name_from_a_server_must_be_a_plain_relative_path(name):
+    with pytest.raises(UntrustedError, match="is not a plain relative path"):
+        check_relative_path(name, "alice/tiny")
+    assert check_relative_path("sub/model.safetensors", "alice/tiny") == "sub/model.safetensors"
+
+
+def test_a_commit_id_from_a_server_must_be_forty_hex_digits():
+    assert check_commit_id("a" * 40, "x") == "a" * 40
+    for bad in ("../../x/config", "A" * 40, "a" * 39, None, 7):
+        with pytest.raises(UntrustedError, match="not 40 hex digits"):
+            check_commit_id(bad, "alice/tiny")
+
+
+def test_sizes_and_counts_have_one_bound_each():
+    assert check_size("hidden", 4096) == 4096
+    for name, bad in (("hidden", 20_000), ("layers", 0), ("d_h", True), ("n_layers", 2.0)):
+        with pytest.raises(UntrustedError, match=rf"^{name} must be an integer in"):
+            check_size(name, bad)
+    assert check_count("seed", 2**32 - 1) == 2**32 - 1 and check_count("total_games", 1e6) == 1_000_000
+    for name, bad in (("seed", 10**20), ("seed", -5), ("ensemble", 100_000), ("max_epochs", -3), ("total_games", 1e18)):
+        with pytest.raises(UntrustedError, match=rf"^{name} must be an integer in .*\(.+\), got"):
+            check_count(name, bad)
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "--model.init_args.ensemble=100000",
+        "--seed_everything=-5",
+        "--seed_everything=4294967296",
+        "--trainer.max_epochs=-3",
+    ],
+)
+def test_fit_refuses_an_unbounded_flag_in_one_line_before_anything_is_built(flag, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(["fit", "--config", str(ROOT / "conf" / "a2c.yaml"), "--model.init_args.d_h=8", flag])
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if "error" in line]  # (Lightning's "Seed set to 0" may precede)
+    assert exit_.value.code == 2 and len(errors) == 1, err
+    assert "must be an integer in" in errors[0] and "Traceback" not in err
+    assert not list(tmp_path.rglob("*.ckpt"))  # nothing trained
+
+
+def _copy_agent(tmp_path: Path) -> Path:
+    folder = tmp_path / "agent"
+    shutil.copytree(SHIPPED, folder)
+    return folder
+
+
+def _edit_config(folder: Path, edit) -> None:
+    config = json.loads((folder / "config.json").read_text())
+    edit(config)
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+def test_an_agent_config_of_the_wrong_shape_or_depth_is_refused_in_one_line(tmp_path):
+    folder = _copy_agent(tmp_path)
+    _edit_config(folder, lambda c: c.update(training=[1, 2]))
+    with pytest.raises(AgentFormatError, match=r"config\.json: training must be a JSON object, got list"):
+        YahtzeeAgent.load(folder)
+    (folder / "config.json").write_text('{"a": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    with pytest.raises(AgentFormatError, match="JSON nested deeper than 64 levels"):
+        YahtzeeAgent.load(folder)
+
+
+def test_a_side_network_too_large_to_build_is_refused_before_anything_is_allocated(tmp_path):
+    folder = _copy_agent(tmp_path)
+    from yahtzee_lightning.game import Rules
+    from yahtzee_lightning.hub.files import VALUE_NAME
+
+    entry = {"file": VALUE_NAME, "network": {"rules": Rules().to_dict(), "hidden": 20_000, "layers": 6}}
+    (folder / VALUE_NAME).write_bytes(b"")
+    _edit_config(folder, lambda c: c.update(turn_value=entry))
+    with pytest.raises(AgentFormatError, match=r"turn_value network does not build a TurnValueNet \(hidden must be"):
+        YahtzeeAgent.load(folder)
+
+
+def test_a_name_with_terminal_escapes_is_printed_escaped_by_evaluate(tmp_path, capsys):
+    folder = _copy_agent(tmp_path)
+    _edit_config(folder, lambda c: c["training"].update(name="evil\x1b]0;pwned\x07\x1b[31m"))
+    agent = YahtzeeAgent.load(folder)
+    assert agent.training["name"] == "evil\\x1b]0;pwned\\x07\\x1b[31m"
+    assert main(["evaluate", "--agent", str(folder), "--games", "20"]) == 0
+    out = capsys.readouterr()
+    assert "\x1b" not in out.out + out.err and "\x07" not in out.out + out.err
