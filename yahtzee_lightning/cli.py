@@ -114,9 +114,60 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         raise
     func = getattr(module, func_name)
-    if verb in ("fit", "validate"):
-        return int(func([verb, *rest]) or 0)
-    return int(func(rest) or 0)
+    try:
+        if verb in ("fit", "validate"):
+            return int(func([verb, *rest]) or 0)
+        return int(func(rest) or 0)
+    except Exception as e:  # what a verb did not word itself: one line by what went wrong, else a traceback
+        line = failure_line(e)
+        if line is None:
+            raise
+        print(f"yahtzee-lightning {verb}: error: {line}", file=sys.stderr)
+        return 2 if isinstance(e, ValueError) else 1
+
+
+#: ``errno`` names of a full disk or a file-size limit, and of a refused permission.
+_NO_SPACE = ("ENOSPC", "EFBIG", "EDQUOT")
+_NO_PERMISSION = ("EACCES", "EPERM", "EROFS")
+
+
+def failure_line(error: BaseException) -> str | None:
+    """One line for an error of the kinds bad input or a bad environment cause, by what went wrong:
+    bad data (a ``ValueError``: a damaged or hostile file, text that is not UTF-8, a safetensors file
+    that does not parse), no space, no permission, a file or a remote that is missing or misbehaves
+    (an ``OSError``: a hub's HTTP errors are ones), data nested past any sense (``RecursionError``),
+    memory. None for anything else: a fault of ours, which should show its traceback."""
+    import errno
+    import re
+
+    from .untrusted import printable
+
+    name = type(error).__name__
+    detail = printable((str(error).strip().splitlines() or [name])[0])
+    if isinstance(error, OSError) and not isinstance(error, (ConnectionError, TimeoutError)) and error.errno:
+        code = errno.errorcode.get(error.errno, "")
+        where = printable(error.filename) if error.filename else "a file"
+        if code in _NO_SPACE:
+            return f"no space left (or a file-size limit) writing {where}; nothing replaced: make room and run again"
+        if code in _NO_PERMISSION:
+            return f"no permission for {where} ({error.strerror})"
+        return f"{where}: {error.strerror or detail}"
+    if isinstance(error, OSError):  # a connection, a timeout, a remote's HTTP error
+        return f"a remote or a connection failed ({name}: {detail})"
+    if isinstance(error, UnicodeError):
+        return f"text or a file name that is not UTF-8 ({detail})"
+    if isinstance(error, ValueError):  # our own errors name the file or the flag; a library's says what
+        return detail
+    if type(error).__module__.startswith("safetensors"):  # it wraps the system's errors in its own
+        code = re.search(r"os error (\d+)", detail)
+        if code and errno.errorcode.get(int(code[1]), "") in _NO_SPACE:
+            return "no space left (or a file-size limit) writing a safetensors file; nothing replaced: make room"
+        return f"a damaged safetensors file ({detail})"
+    if isinstance(error, RecursionError):
+        return f"data nested too deeply to read ({detail})"
+    if isinstance(error, MemoryError):
+        return "out of memory: a size from a file or a flag is too large for this machine"
+    return None
 
 
 if __name__ == "__main__":

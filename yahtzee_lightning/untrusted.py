@@ -99,7 +99,9 @@ def read_json(path: str | Path, what: str | None = None) -> Any:
     return parse_json(path.read_bytes(), str(what or path))
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: Control characters (C0 but tab and newline, DEL, C1), line and paragraph separators, the
+#: bidirectional overrides, and lone surrogates (a file name's bytes that are not UTF-8).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def printable(text: Any, keep_newlines: bool = False) -> str:
