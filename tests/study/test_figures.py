@@ -44,3 +44,30 @@ def test_end_labels_of_curves_that_end_together_do_not_overlap():
     lowest = min(ax.texts, key=lambda t: t.get_window_extent().y0)
     assert lowest.get_text() == "+198.50" and lowest.xyann[1] == 0  # a label with room stays at its point
     plt.close(fig)
+
+
+def test_a_curve_ends_at_the_final_evaluation_even_when_training_was_evaluated_at_the_same_point():
+    """The faithful report's end labels stopped at the in-training evaluation at 500,000 games while
+    its caption said the final one: the final evaluation (more games) now stands for that point."""
+    import pandas as pd
+
+    from yahtzee_lightning.study.context import Series
+    from yahtzee_lightning.study.figures import with_final
+
+    finals = pd.DataFrame(
+        {"status": ["done", "done"], "seed": [0, 1], "games": [200, 200], "mean_score": [190.0, 192.0]}
+    )
+    s = Series("a2c", "algorithm", "c1", pd.DataFrame(), finals)
+    games, mean = np.array([100.0, 200.0]), np.array([150.0, 185.0])
+    g, m, lo, hi, final = with_final(s, "mean_score", games, mean, mean - 1, mean + 1)
+    assert final and list(g) == [100.0, 200.0] and m[-1] == 191.0 and lo[-1] < 191.0 < hi[-1]
+    later = finals.assign(games=[300, 300])
+    g, m, _, _, final = with_final(
+        Series("a2c", "algorithm", "c1", pd.DataFrame(), later), "mean_score", games, mean, mean, mean
+    )
+    assert final and list(g) == [100.0, 200.0, 300.0] and list(m) == [150.0, 185.0, 191.0]
+    earlier = finals.assign(games=[150, 150])
+    g, m, _, _, final = with_final(
+        Series("a2c", "algorithm", "c1", pd.DataFrame(), earlier), "mean_score", games, mean, mean, mean
+    )
+    assert not final and list(m) == [150.0, 185.0]

@@ -38,14 +38,14 @@ def draw_curves(metric: str, ylabel: str, refs: bool = True) -> Callable[[Contex
         ends: list[tuple[float, float, str, Any]] = []  # each curve's last point and its change
         for s in ctx.all_series(ablations):
             evaluations = curve(s.evals, metric)
-            games, mean, low, high = with_final(s, metric, *evaluations)
+            games, mean, low, high, final = with_final(s, metric, *evaluations)
             if len(games) == 0:
                 continue
             points += len(games)
             dead = collapsed_members(s)
             label = s.label + (f" ({dead} of {s.finals['seed'].nunique()} seeds collapsed)" if dead else "")
             (line,) = ax.plot(games, scale * mean, marker="o", markersize=3, label=label)
-            if len(games) > len(evaluations[0]):  # the final evaluation: a square
+            if final:  # the final evaluation: a square
                 ax.plot(games[-1:], scale * mean[-1:], marker="s", markersize=6, color=line.get_color())
             ax.fill_between(games, scale * low, scale * high, color=line.get_color(), alpha=0.2)
             top.append(float(np.nanmax(scale * high)))
@@ -73,15 +73,19 @@ def draw_curves(metric: str, ylabel: str, refs: bool = True) -> Callable[[Contex
 FINAL_METRICS = ("mean_score", "upper_bonus_rate", "yahtzee_rate", "single_turn_score")
 
 
-def with_final(s: Series, metric: str, games, mean, low, high) -> tuple[np.ndarray, ...]:
-    """A curve with its cell's final evaluation appended as its last point, at the games trained, so
-    that the last quarter's change includes it (its own interval over the seeds)."""
+def with_final(s: Series, metric: str, games, mean, low, high) -> tuple[Any, ...]:
+    """A curve with its cell's final evaluation as its last point, at the games trained (its own
+    interval over the seeds), so that the end label and the last quarter's change are the final
+    evaluation's, as the caption says; and whether it is there. Where the last evaluation during
+    training was at the same games (the end of training), the final one (more games) takes its place."""
     f = s.finals[s.finals["status"] == "done"] if "status" in s.finals else s.finals
     if metric not in FINAL_METRICS or metric not in f or f[metric].dropna().empty or f["games"].dropna().empty:
-        return games, mean, low, high
+        return games, mean, low, high, False
     at = float(f["games"].max())
-    if len(games) and at <= games[-1]:
-        return games, mean, low, high
+    if len(games) and at < games[-1]:
+        return games, mean, low, high, False
+    if len(games) and at == games[-1]:  # the same point of training: the final evaluation stands for it
+        games, mean, low, high = games[:-1], mean[:-1], low[:-1], high[:-1]
     st = stat(f[metric], metric)
     ends = (st.low, st.high) if st.has_interval else (st.mean, st.mean)
     return (
@@ -89,6 +93,7 @@ def with_final(s: Series, metric: str, games, mean, low, high) -> tuple[np.ndarr
         np.append(mean, st.mean),
         np.append(low, ends[0]),
         np.append(high, ends[1]),
+        True,
     )
 
 
