@@ -17,13 +17,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rules = rules_from_args(args, parser)
     from .cache import load_trusted, table_path
-    from .table import solve
+    from .table import check_rules, solve
 
     device = device_from_args(args.device, parser)
     path = Path(args.out) if args.out else table_path(rules)
     if path.is_dir() or path.parent.is_file():
         parser.error(f"--out {path}: {'is a folder' if path.is_dir() else 'its parent is a file'}; give a file path")
-    try:  # a damaged or older table is solved again (with a warning); one for other rules is a usage error
+    try:  # a damaged or older table is solved again (with a warning); a file of yours for other rules is refused
+        if args.out and path.is_file() and not args.force:
+            check_rules(path, rules)
         table = None if args.force else load_trusted(path, rules, device)
     except ValueError as e:
         parser.error(str(e))

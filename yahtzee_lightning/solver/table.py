@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from ..game import Rules
@@ -39,6 +40,10 @@ def reachable_uppers(upper_boxes: list[int]) -> list[int]:
 
 class TableFormatError(ValueError):
     """A saved table that cannot be used as is: damaged (its checksum), another format version, a wrong shape."""
+
+
+class TableRulesError(TableFormatError):
+    """A saved table built for other rules: in the cache, solved again; a file the user names, refused."""
 
 
 def values_sha256(values: torch.Tensor) -> str:
@@ -111,7 +116,7 @@ class OptimalTable:
             detail = "missing" if isinstance(e, KeyError) else f"{str(e)[:80]}"
             raise TableFormatError(f"{path}: its metadata is damaged ({field}: {detail})") from None
         if rules is not None and saved != rules:  # in the cache: another table under this one's name
-            raise TableFormatError(f"{path} was built for rules {saved.tag()}, not {rules.tag()}")
+            raise TableRulesError(f"{path} was built for rules {saved.tag()}, not {rules.tag()}")
         tensors = load_file(str(path))
         if set(tensors) != {"values"}:
             raise TableFormatError(f"{path}: holds {sorted(tensors)[:5]}, not one 'values' tensor (not a table)")
@@ -122,6 +127,17 @@ class OptimalTable:
         if values.shape != (N_MASKS, N_UPPER, 2):
             raise TableFormatError(f"{path}: values have shape {tuple(values.shape)}, expected {(N_MASKS, N_UPPER, 2)}")
         return cls(values, saved, seconds)
+
+
+def check_rules(path: Path, rules: Rules) -> None:
+    """Refuse (``TableRulesError``) a saved table built for other rules than ``rules``; any other
+    fault of the file is left to the loader (a damaged table is solved again)."""
+    try:
+        OptimalTable.load(path, rules=rules)
+    except TableRulesError:
+        raise
+    except (TableFormatError, OSError, SafetensorError):
+        pass
 
 
 Block = tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]
