@@ -253,6 +253,7 @@ def test_a_users_algorithm_by_import_path(tmp_path, monkeypatch):
     assert "train/loud_updates" in metrics
 
 
+@pytest.mark.slow("two DDP processes (gloo), each importing torch and Lightning: about 17 s")
 @pytest.mark.parametrize("ensemble", [[], ["--model.init_args.ensemble=2"]], ids=["single", "ensemble"])
 def test_two_process_ddp_on_cpu(tmp_path, ensemble):
     paths = os.pathsep.join([str(Path(__file__).parent), str(ROOT)])  # ROOT: the tree under test, not the installed one
@@ -307,6 +308,7 @@ def _torchrun_two_nodes(
     return nodes
 
 
+@pytest.mark.slow("two torchrun nodes, killed and resumed: about 30 s")
 def test_two_nodes_through_torchrun_train_the_global_budget_and_resume_after_both_are_killed(tmp_path, monkeypatch):
     import signal
     import time
@@ -370,6 +372,7 @@ def test_two_nodes_through_torchrun_train_the_global_budget_and_resume_after_bot
     assert abs(a["mean"] - b["mean"]) <= 4 * (a["se"] ** 2 + b["se"] ** 2) ** 0.5  # within seed noise
 
 
+@pytest.mark.slow("two torchrun nodes on fixed ports: about 15 s")
 def test_two_nodes_that_disagree_on_a_setting_both_stop_with_one_line_naming_it(tmp_path):
     paths = os.pathsep.join([str(Path(__file__).parent), str(ROOT)])
     args = ["fit", "--config", str(ROOT / "conf" / "reinforce.yaml"), *TINY]

@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parents[2]
 
 
+@pytest.mark.slow("every phase of the GPU script on the CPU: about 40 s")
 def test_the_gpu_script_runs_its_phases_on_the_cpu_and_writes_its_rows(tmp_path):
     out = tmp_path / "gpu.json"
     cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_gpu.py"), "--device", "cpu", "--quick"]

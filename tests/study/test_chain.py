@@ -118,6 +118,7 @@ def test_a_chain_whose_source_has_not_finished_is_refused(tmp_path):
     assert not (tmp_path / "run" / "start").exists()
 
 
+@pytest.mark.slow("a chained Ray study, each seed from its source: about 35 s")
 def test_each_chained_run_starts_from_its_own_seeds_source_agent(tmp_path, default_table):
     chained = _write(tmp_path, START, scratch=True)
     out = tmp_path / "out"

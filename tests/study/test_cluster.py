@@ -162,6 +162,7 @@ def test_a_node_that_cannot_run_the_study_is_named_before_anything_runs(two_node
     assert files == {"study.json", "manifest.json", ".yahtzee-lightning.lock"}
 
 
+@pytest.mark.slow("a two-node Ray cluster that loses a node: about 40 s")
 def test_a_study_runs_on_every_node_and_survives_losing_one(two_nodes, tmp_path, default_table):
     """Ordered last: it kills the worker node. Its trial was caught between checkpoints; Tune runs it
     again on the head, where it continues from its newest checkpoint (not from 0)."""

@@ -143,6 +143,7 @@ def test_force_on_a_study_written_before_manifests_deletes_nothing(tmp_path):
 HOLD = """
 import sys, time
 from yahtzee_lightning.manifest import folder_lock
+
 with folder_lock(sys.argv[1], "yahtzee-lightning study run other.yaml"):
     print("held", flush=True)
     time.sleep(60)

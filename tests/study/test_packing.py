@@ -47,6 +47,7 @@ def _numbers(out) -> pd.DataFrame:
     return table[[c for c in KEEP if c in table]].sort_values(["cell", "seed", "stage", "games"]).reset_index(drop=True)
 
 
+@pytest.mark.slow("two Ray studies, packed and not, and a resume: about 80 s")
 def test_a_packed_study_has_the_numbers_of_an_unpacked_one_and_a_copied_folder_resumes(tmp_path, default_table):
     path = _write(tmp_path, STUDY)
     trials = plan_trials(load_study(path))

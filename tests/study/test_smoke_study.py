@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 import yaml
 
 from yahtzee_lightning.machine import describe_machine
@@ -51,6 +52,7 @@ def _caught_in_the_middle(out: Path) -> Path | None:
     return None
 
 
+@pytest.mark.slow("a Ray study run, killed, resumed and reported: about 170 s on 2 cores")
 def test_the_smoke_study_runs_is_killed_resumes_and_reports(tmp_path, default_table):
     out = tmp_path / "smoke"
     first = _study("run", str(SMOKE), "--out", str(out), "--cpus", "1", stderr=subprocess.DEVNULL)
@@ -188,6 +190,7 @@ def _the_report_says_what_it_shows(out: Path, finals: pd.DataFrame) -> None:
     assert (copy / "report" / "claims.md").read_text() == claims
 
 
+@pytest.mark.slow("a Ray study under ASHA: about 50 s")
 def test_a_failed_cell_is_reported_and_the_others_run_also_under_asha(tmp_path, default_table):
     tiny = yaml.safe_load(SMOKE.read_text())["profiles"]["smoke"]["set"]
     study = {
@@ -229,6 +232,7 @@ def test_a_failed_cell_is_reported_and_the_others_run_also_under_asha(tmp_path, 
     assert "failed" in index and "lr must be > 0" in index
 
 
+@pytest.mark.slow("population-based training on Ray: about 90 s")
 def test_population_based_training_perturbs_the_worst_and_is_set_against_fixed_settings(tmp_path, default_table):
     out = tmp_path / "pbt"
     # conf/study/pbt.yaml with a population of 4 (its worst quarter is one member), not 8: PBT pauses
