@@ -175,7 +175,7 @@ def test_fit_prints_progress_lines_when_not_on_a_terminal(tmp_path, monkeypatch,
     lines = [line for line in err if line.startswith("fit: ")]
     counts = [int(re.match(r"fit: (\d+)/48 games", line)[1]) for line in lines]
     assert counts == [8, 16, 24, 32, 40, 48], lines  # every update's games; the last line when it ends
-    assert re.search(r"games/s, \d+s left$", lines[0]) and "eval score" in lines[-1], lines
+    assert re.search(r"games/s, \d+s left$", lines[0]) and "eval score" in lines[-1] and " games)" in lines[-1], lines
 
 
 def _warned(recwarn, *fragments: str) -> list[str]:

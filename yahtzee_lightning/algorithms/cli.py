@@ -259,11 +259,17 @@ def _quiet(logger_name: str):
 
 
 class _NoCloudTip:
-    """A logging filter: drops Lightning's advertisement for its cloud logger."""
+    """A logging filter: drops Lightning's advertisement for its cloud logger, its inventory of
+    accelerators it does not use (``GPU available: False, used: False``, TPU, HPU) and its
+    "``max_epochs=N`` reached" at the end (epochs are evaluation intervals here: the run's own lines
+    say where it stopped)."""
+
+    DROPPED = ("litlogger", "GPU available:", "TPU available:", "HPU available:", "stopped: `max_epochs=")
 
     @staticmethod
     def filter(record: Any) -> bool:
-        return "litlogger" not in record.getMessage()
+        message = record.getMessage()
+        return not any(d in message for d in _NoCloudTip.DROPPED)
 
 
 def quiet_library_notices() -> None:

@@ -5,7 +5,7 @@ Lightning's bar is for terminals; under nohup, CI, SLURM or Ray a run's output g
 without this a run said nothing for an hour after its model summary. :class:`FitProgressLines`
 prints, from the first process only, the project's one progress line (:mod:`..progress`):
 
-``fit: 24,000/100,000 games (24%), return 141.3, eval score 187.2, 93 games/s, 13m37s left``
+``fit: 24,000/100,000 games (24%), return 141.3, eval score 187.2 (1,000 games), 93 games/s, 13m37s left``
 
 counted in games for the project's algorithms (``total_games``, every rank's games), in training
 steps for any other LightningModule.
@@ -52,6 +52,7 @@ class FitProgressLines(L.Callback):
         self.interval = interval
         self.lines: ProgressLines | None = None
         self.per_step = 1  # games (or steps) one training step adds
+        self.eval_games: int | None = None  # games of an evaluation during training (not the final one's)
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if not trainer.is_global_zero:
@@ -63,6 +64,7 @@ class FitProgressLines(L.Callback):
             total = pl_module.total_updates * self.per_step
             done = int(getattr(pl_module, "updates_done", 0)) * self.per_step  # read once: a resumed run
             unit = "game"
+            self.eval_games = hparams.get("eval_games")
         else:
             steps = trainer.estimated_stepping_batches  # inf for a loader without a length: no total then
             total, done, unit = (int(steps) if math.isfinite(steps) else 0), trainer.global_step, "step"
@@ -72,16 +74,20 @@ class FitProgressLines(L.Callback):
         if self.lines is None:
             return
         if self.lines.due():  # the metrics are read only when a line is printed (a read waits for the device)
-            self.lines.set_postfix_str(shown_metrics(trainer.callback_metrics))
+            self.lines.set_postfix_str(shown_metrics(trainer.callback_metrics, self.eval_games))
         self.lines.update(self.per_step)
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self.lines is not None:
-            self.lines.set_postfix_str(shown_metrics(trainer.callback_metrics))
+            self.lines.set_postfix_str(shown_metrics(trainer.callback_metrics, self.eval_games))
             self.lines.close()
             self.lines = None
 
 
-def shown_metrics(metrics: dict[str, Any]) -> str:
-    """``return 141.3, eval score 187.2``: the logged metrics of :data:`SHOWN` there are so far."""
-    return ", ".join(f"{label} {float(metrics[key]):.1f}" for key, label in SHOWN.items() if key in metrics)
+def shown_metrics(metrics: dict[str, Any], eval_games: int | None = None) -> str:
+    """``return 141.3, eval score 187.2 (1,000 games)``: the logged metrics of :data:`SHOWN` there are so
+    far; the evaluation's games named, since the final evaluation at the end plays others (more)."""
+    parts = [f"{label} {float(metrics[key]):.1f}" for key, label in SHOWN.items() if key in metrics]
+    if eval_games and "eval_score" in metrics:
+        parts[-1] += f" ({eval_games:,} games)"
+    return ", ".join(parts)
