@@ -6,15 +6,17 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..cli import VerbParser, check_seed
 from ..evaluation.cli import add_rules_arguments, player_rules, rules_from_args
 from ..game import Rules
-from ..players.base import Player
 from ..solver import OptimalTable, load_or_solve, table_path
 from ..solver.cache import check_table_cache
 from .advice import Coach, format_choices, parse_card, parse_dice
+
+if TYPE_CHECKING:  # the players (and the env, TensorDict, TorchRL) load only for the verbs that play
+    from ..players.base import Player
 
 
 def _table(rules: Rules) -> OptimalTable:
@@ -133,7 +135,8 @@ def advise_main(argv: list[str] | None = None) -> int:
         print(json.dumps([asdict(c) for c in choices[: args.top]], indent=2))
     else:
         what = "keeps" if args.roll < 2 else "boxes"
-        print(f"{what} for dice {' '.join(map(str, dice))} at roll {args.roll} ({rules.tag()}), best first:")
+        whose = f"{args.agent}'s own values (its learned turn-start value)" if args.agent else "the exact optimum"
+        print(f"{what} for dice {' '.join(map(str, dice))} at roll {args.roll} ({rules.tag()}), ranked by {whose}:")
         print(format_choices(choices, args.top))
     return 0
 

@@ -7,11 +7,14 @@ It lives with the env, which takes players for the other seats of a match; the p
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
 
 import torch
-from tensordict import TensorDictBase
 
 from ..game import Rules
+
+if TYPE_CHECKING:  # an annotation only: the interface loads without TensorDict
+    from tensordict import TensorDictBase
 
 
 class Player(ABC):
