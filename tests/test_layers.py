@@ -18,7 +18,19 @@ PACKAGE = "yahtzee_lightning"
 #: Bottom to top. A module belongs to the layer of the longest entry it starts with; it may import
 #: its own layer and those below. Commands (the verbs of the console script) sit on top.
 LAYERS: list[tuple[str, ...]] = [
-    ("_lazy", "_version", "schedules", "metrics", "progress", "machine", "digest", "untrusted", "manifest", "replace"),
+    (
+        "_lazy",
+        "_version",
+        "schedules",
+        "metrics",
+        "progress",
+        "machine",
+        "digest",
+        "untrusted",
+        "manifest",
+        "replace",
+        "shipped",
+    ),
     ("game",),
     ("env", "gym.spaces", "gym.single", "gym.vector", "gym.sb3", "gym.policy"),
     ("solver", "nn"),

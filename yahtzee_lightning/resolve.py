@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from . import shipped
 from .game import Rules
 from .hub import YahtzeeAgent
 from .players import PLAYERS, Player, make_player
@@ -27,10 +28,13 @@ def load_agent(name_or_path: str, device: torch.device | str = "cpu", rules: Rul
         from .gym.policy import sb3_player
 
         return sb3_player(name_or_path.removeprefix(SB3_PREFIX), rules, device)
+    if not Path(name_or_path).exists() and (ours := shipped.agent(name_or_path)) is not None:
+        name_or_path = str(ours)  # a shipped agent by name (from any folder, or an installed package)
     if Path(name_or_path).exists() or "/" in name_or_path:
         return YahtzeeAgent.from_pretrained(name_or_path).player(device=device)
     raise ValueError(
-        f"unknown player {name_or_path!r}: not one of {sorted(PLAYERS)}, a folder, a hub id nor {SB3_PREFIX}PATH"
+        f"unknown player {name_or_path!r}: not one of {sorted(PLAYERS)}, a folder, a hub id nor {SB3_PREFIX}PATH; "
+        f"shipped agents: {', '.join(shipped.agent_names())}"
     )
 
 

@@ -25,6 +25,7 @@ from lightning.pytorch.callbacks.progress import ProgressBar
 from lightning.pytorch.cli import LightningCLI
 
 from ..manifest import FolderBusy, folder_lock
+from ..shipped import config_path
 from ..untrusted import UntrustedError, check_count
 from . import resume
 from .checkpoint import is_run_checkpoint
@@ -237,6 +238,20 @@ def check_trainer_counts(config: Any) -> None:
         check_count("max_epochs", epochs)
 
 
+def shipped_configs(argv: list[str] | None) -> list[str] | None:
+    """``--config NAME`` for a recipe shipped with the package (``quickstart``) where no such file is
+    (an installed package run from any folder); an unknown name is one line listing the recipes."""
+    if argv is None:
+        return None
+    out = list(argv)
+    for i, arg in enumerate(out):
+        if arg == "--config" and i + 1 < len(out):
+            out[i + 1] = config_path(out[i + 1])
+        elif arg.startswith("--config="):
+            out[i] = "--config=" + config_path(arg.removeprefix("--config="))
+    return out
+
+
 def usage_error(subcommand: str | None, message: str) -> None:
     verb = f"yahtzee-lightning {subcommand or 'fit'}"
     print(f"{verb}: error: {message} (usage: {verb} --help)", file=sys.stderr)  # as every verb words it
@@ -314,6 +329,7 @@ def run_cli(argv: list[str] | None = None) -> LightningCLI:
     caller that reads the result (a study's trial reads the final evaluation)."""
     quiet_library_notices()
     try:
+        argv = shipped_configs(argv)
         return _CLI(
             L.LightningModule,
             subclass_mode_model=True,
@@ -322,7 +338,7 @@ def run_cli(argv: list[str] | None = None) -> LightningCLI:
             save_config_kwargs={"overwrite": True},
             args=argv,
         )
-    except (ConfigError, LaunchError) as e:  # LaunchError: the ranks of a launch, as they met (launch.py)
+    except (ConfigError, LaunchError, ValueError) as e:  # LaunchError: the ranks of a launch, as they met
         usage_error(argv[0] if argv else None, str(e))
         raise  # unreachable: usage_error exits
     except OSError as e:

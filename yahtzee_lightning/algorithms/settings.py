@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from .. import shipped
 from ..game import Rules
 from ..nn import PolicyValueNet, transfer_weights
 from ..schedules import anneal
@@ -109,6 +110,8 @@ class Settings:
         """
         if not isinstance(self.net, PolicyValueNet):
             raise ValueError(f"init_from starts a policy/value network; {type(self).__name__} trains another kind")
+        if not Path(path).exists() and (ours := shipped.agent(path)) is not None:
+            path = str(ours)  # a shipped agent by name: a recipe's init_from, from any folder
         if Path(path).is_dir():
             from ..hub import YahtzeeAgent
 
