@@ -70,3 +70,27 @@ def test_a_run_resumes_on_as_many_ranks_as_it_was_saved_from(tmp_path, monkeypat
     assert "the checkpoint was trained on 1 rank(s) and this launch has 2 (trainer.devices x trainer.num_nodes)" in line
     launch.check_resumed_ranks({"yahtzee_lightning": {"devices": 2}}, 2)
     launch.check_resumed_ranks({}, 2)  # a checkpoint of another module: nothing to check
+
+
+def test_a_budget_that_does_not_divide_is_refused_before_any_process_starts(tmp_path, monkeypatch, capsys):
+    """From the trainer's settings alone (devices x num_nodes), in the launching process: one line,
+    printed once (under torchrun, only rank 0 says it), and no DDP process is started."""
+    monkeypatch.chdir(tmp_path)
+    line = _fit_line(capsys, "--trainer.strategy=ddp", "--trainer.devices=2", "--model.init_args.total_games=50")
+    assert "on each of 2 ranks trains" in line and "is not a multiple of it" in line
+    assert not list(tmp_path.rglob("*.ckpt"))
+    assert launch.planned_ranks({"devices": 2, "num_nodes": 3}) == 6
+    assert launch.planned_ranks({"devices": [0, 1], "num_nodes": 1}) == 2
+    assert launch.planned_ranks({"devices": "auto", "num_nodes": 1}) is None
+    monkeypatch.setenv("RANK", "1")  # another torchrun rank: it stops without a word
+    bad = {"trainer": {"devices": 2, "num_nodes": 1}, "model": {"init_args": {"total_games": 50, "games_per_batch": 8}}}
+    with pytest.raises(SystemExit) as exit_:
+        launch.check_budget_early(bad)
+    assert exit_.value.code == 2
+
+
+def test_fit_says_its_plan_once_at_the_start(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["fit", "--config", str(ROOT / "conf" / "reinforce.yaml"), *TINY]) == 0
+    plan = [line for line in capsys.readouterr().err.splitlines() if line.startswith("fit: 1 rank x")]
+    assert len(plan) == 1 and "games an update;" in plan[0] and "updates (" in plan[0] and "an evaluation of" in plan[0]

@@ -21,6 +21,7 @@ optimizer, and the update loop that ties the parts together.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from typing import Any
 
@@ -172,6 +173,8 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
 
     def on_train_start(self) -> None:
         super().on_train_start()
+        if self.global_rank == 0 and int(self.updates_done) == 0:
+            print(self.plan_line(), file=sys.stderr)
         left = self.total_updates - int(self.updates_done)
         if left <= 0:
             self.trainer.should_stop = True  # resumed with its budget already spent
@@ -180,6 +183,20 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
             # left (the run stops at the budget, see on_train_epoch_end).
             needed = self.trainer.current_epoch + 1 + math.ceil(left / self.updates_per_epoch)
             self.trainer.fit_loop.max_epochs = max(self.trainer.fit_loop.max_epochs, needed)
+
+    def plan_line(self) -> str:
+        """What the run will do, said once at its start: ranks, games per rank and per update, updates,
+        and how often it evaluates."""
+        h, ranks = self.hparams, self.world_size
+        per_update = h.games_per_batch * ranks * self.ensemble_size
+        members = f" x {self.ensemble_size} members" if self.ensemble_size > 1 else ""
+        return (
+            f"fit: {ranks} rank{'s' if ranks > 1 else ''} x {h.games_per_batch} games a batch{members} = "
+            f"{per_update:,} games an update; {self.total_updates:,} updates ({h.total_games:,} games); "
+            f"an evaluation of {h.eval_games:,} games every {self.updates_per_epoch:,} update"
+            f"{'s' if self.updates_per_epoch != 1 else ''}, "
+            f"then {h.final_eval_games:,} final games"
+        )
 
     def on_train_epoch_end(self) -> None:
         super().on_train_epoch_end()

@@ -30,7 +30,7 @@ from ..untrusted import UntrustedError, check_count
 from . import resume
 from .checkpoint import is_run_checkpoint
 from .config_errors import _options, parse_error
-from .launch import LaunchError, SameRunOnEveryRank, check_nodes, check_resumed_ranks
+from .launch import LaunchError, SameRunOnEveryRank, check_budget_early, check_nodes, check_resumed_ranks
 from .progress_lines import FitProgressLines, ProgressBarOnStderr
 from .training_config import TrainingConfig
 
@@ -214,6 +214,7 @@ class _CLI(LightningCLI):
         config = self.config.get(str(self.subcommand), self.config)
         try:
             check_nodes(config.trainer.get("num_nodes"))  # before Lightning waits for nodes nobody starts
+            check_budget_early(config)  # before any process starts or connects
             self._resumed = place_run(config)
         except (resume.ResumeError, LaunchError) as e:
             usage_error(self.subcommand, str(e))

@@ -93,6 +93,35 @@ def check_budget(hparams: Any, world_size: int) -> None:
         )
 
 
+def planned_ranks(trainer_config: Any) -> int | None:
+    """The ranks a launch will have, from its trainer settings alone (``devices`` x ``num_nodes``),
+    or None where only Lightning knows (``devices: auto`` or ``-1``: it counts the machine's)."""
+    devices, nodes = trainer_config.get("devices"), trainer_config.get("num_nodes") or 1
+    if isinstance(devices, str) and devices.isdigit():
+        devices = int(devices)
+    if isinstance(devices, (list, tuple)):
+        devices = len(devices)
+    if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1 or not isinstance(nodes, int):
+        return None
+    return devices * nodes
+
+
+def check_budget_early(config: Any) -> None:
+    """The budget's division between ranks, checked before any process starts or connects (the
+    same rule as :func:`check_budget`, which checks it again as the ranks meet); under torchrun every
+    node's process checks it, and only rank 0 says why (the others stop without a word)."""
+    ranks = planned_ranks(config.get("trainer") or {})
+    model = (config.get("model") or {}).get("init_args") or {}
+    if not ranks or ranks <= 1 or not hasattr(model, "get"):
+        return
+    try:
+        check_budget(model, ranks)
+    except LaunchError:
+        if os.environ.get("RANK", "0") != "0":
+            raise SystemExit(2) from None
+        raise
+
+
 def check_resumed_ranks(checkpoint: dict[str, Any], world_size: int) -> None:
     """A run resumes on as many ranks as it was saved from: its count of games and its budget's
     updates (``total_games // (games_per_batch x ranks)``) are counted in updates of all its ranks."""
