@@ -314,5 +314,7 @@ def hub_failure(repo_id: str, error: BaseException) -> str:
     """One line for a hub that cannot be reached or refuses: the error's first line, not its traceback."""
     from huggingface_hub import constants
 
-    detail = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    from ..untrusted import printable
+
+    detail = printable((str(error).strip().splitlines() or [type(error).__name__])[0])  # a server's words: as text
     return f"{repo_id}: the hub at {constants.ENDPOINT} could not be reached or refused the request ({detail})"
