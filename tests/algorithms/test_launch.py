@@ -92,5 +92,5 @@ def test_a_budget_that_does_not_divide_is_refused_before_any_process_starts(tmp_
 def test_fit_says_its_plan_once_at_the_start(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["fit", "--config", str(ROOT / "conf" / "reinforce.yaml"), *TINY]) == 0
-    plan = [line for line in capsys.readouterr().err.splitlines() if line.startswith("fit: 1 rank x")]
+    plan = [line for line in capsys.readouterr().out.splitlines() if line.startswith("plan: 1 rank x")]
     assert len(plan) == 1 and "games an update;" in plan[0] and "updates (" in plan[0] and "an evaluation of" in plan[0]

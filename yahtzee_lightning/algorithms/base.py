@@ -21,7 +21,6 @@ optimizer, and the update loop that ties the parts together.
 from __future__ import annotations
 
 import math
-import sys
 import time
 from typing import Any
 
@@ -174,7 +173,7 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
     def on_train_start(self) -> None:
         super().on_train_start()
         if self.global_rank == 0 and int(self.updates_done) == 0:
-            print(self.plan_line(), file=sys.stderr)
+            print(self.plan_line())  # on stdout, with the next steps at the end (stderr: progress and errors)
         left = self.total_updates - int(self.updates_done)
         if left <= 0:
             self.trainer.should_stop = True  # resumed with its budget already spent
@@ -191,7 +190,7 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
         per_update = h.games_per_batch * ranks * self.ensemble_size
         members = f" x {self.ensemble_size} members" if self.ensemble_size > 1 else ""
         return (
-            f"fit: {ranks} rank{'s' if ranks > 1 else ''} x {h.games_per_batch} games a batch{members} = "
+            f"plan: {ranks} rank{'s' if ranks > 1 else ''} x {h.games_per_batch} games a batch{members} = "
             f"{per_update:,} games an update; {self.total_updates:,} updates ({h.total_games:,} games); "
             f"an evaluation of {h.eval_games:,} games every {self.updates_per_epoch:,} update"
             f"{'s' if self.updates_per_epoch != 1 else ''}, "
