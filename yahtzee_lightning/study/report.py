@@ -122,6 +122,10 @@ EXHIBITS: dict[str, Exhibit] = {
         draw_curves("top3_keep_share", "top-3 keep share", False),
     ),
     "F16": Exhibit("Value loss over training", draw_curves("value", "value loss (squared error)", False)),
+    "F17": Exhibit(
+        "Saturation: the keep head's largest absolute logit over training",
+        draw_curves("max_logit_keep", "largest |keep logit|", False),
+    ),
     "T1": Exhibit("Full-game summary", table_summary, "md", TABLE),
     "T2": Exhibit("Score distribution: P(score >= n)", table_distribution, "md", TABLE),
     "P1": Exhibit(
@@ -226,6 +230,12 @@ NOTES = {
     + LATE
     + " Each algorithm fits its own targets (REINFORCE the whole game's returns, A2C's TD(0) one step ahead, GAE "
     "between them): a level compares over one algorithm's training, not between algorithms.",
+    "F17": CURVE.format(
+        what="largest absolute keep-head logit on the last logged update, under the network the update differentiates"
+    )
+    + LATE
+    + " Healthy agents stay in the tens to low hundreds; from 1,000 the collapse rule names "
+    "saturated logits (a policy that plays one fixed keep whatever the dice).",
     "T1": "Agents: the best cell (final mean score over seeds) of each algorithm, picked after the fact among the "
     "cells of that algorithm on the very games it is judged on, so its mean and median are optimistic; the fresh-games "
     "columns play every member of that cell again on games no evaluation played (as many as its final evaluation), "

@@ -36,7 +36,7 @@ from .hypothesis_file import Hypothesis, parse_hypotheses
 #: median and IQM, probability of improvement, performance profiles).
 EXHIBIT_IDS = (
     *(f"S{i}" for i in range(1, 5)),
-    *(f"F{i}" for i in range(1, 17)),
+    *(f"F{i}" for i in range(1, 18)),
     "T1",
     "T2",
     *(f"P{i}" for i in range(1, 5)),
