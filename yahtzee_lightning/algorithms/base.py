@@ -245,6 +245,20 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
     def learn(self, batch: TensorDictBase) -> None:
         """The update on a freshly collected batch, its schedules and, every ``log_every`` updates, its metrics.
 
+        A batch, followed by name (each hook lives in the mixin its module is named for):
+
+        1. :meth:`training_step` plays it: ``collect`` (:mod:`.collection`; an ensemble's
+           ``collect`` in :mod:`.ensemble` plays every member's games through one stacked forward);
+        2. here, in an ensemble, ``ensemble_learn`` (:mod:`.ensemble`) calls this method once per
+           member, as that member (``as_member``: its network, settings, optimiser, schedule);
+        3. ``entropy_coefs`` and ``gamma`` (:mod:`.settings`): the schedules at this point of training;
+        4. on a logging update only, ``diagnose`` (:mod:`.diagnosis`): the exact regret of the batch;
+        5. ``update`` (the subclass: its loss), built from :mod:`.policy_gradient`'s parts
+           (``advantages``, ``evaluate_actions`` under the acting masks, ``policy_gradient_step``),
+           each optimiser step through ``step_optimizer`` (backward, clipping, Adam) below;
+        6. the learning-rate schedule steps and ``updates_done`` counts the update;
+        7. on a logging update, the collapse metrics and ``log_dict``.
+
         The logging-only metrics (the exact regret of :meth:`diagnose`, the KL drift, action
         counts, mask diversity, top-k shares) cost about a fifth of an update; they draw no random
         numbers and change no weight, so skipping them leaves learning the same to the bit.
