@@ -1,4 +1,4 @@
-"""Every Python snippet of the README runs as written, as a new user would paste it."""
+"""Every Python snippet of the README and the guide runs as written, as a new user would paste it."""
 
 import os
 import re
@@ -7,7 +7,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SNIPPETS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+SNIPPETS = [
+    code
+    for page in ("README.md", "docs/guide.md")
+    for code in re.findall(r"```python\n(.*?)```", (ROOT / page).read_text(), flags=re.S)
+]
 
 
 def test_the_readme_has_python_snippets():

@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     from .machine import apply_thread_rule
     from .progress import line_interval
 
-    try:  # before torch is imported: one rule for every verb's threads (README, "Threads")
+    try:  # before torch is imported: one rule for every verb's threads (docs/guide.md, "Threads")
         apply_thread_rule()
         line_interval()  # $YAHTZEE_LIGHTNING_PROGRESS_SECONDS, before any long work starts
     except ValueError as e:

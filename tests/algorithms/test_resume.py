@@ -1,4 +1,4 @@
-"""Resume (README, "Resuming a run"): no lost work, no silently changed settings, no stale last.ckpt."""
+"""Resume (docs/guide.md, "Resuming a run"): no lost work, no silently changed settings, no stale last.ckpt."""
 
 import shutil
 from pathlib import Path

@@ -160,7 +160,7 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
         if self._trainer is not None:
             # One cadence for the metrics and the loggers (see ``logs_this_update``).
             self.trainer.log_every_n_steps = self.hparams.log_every
-            # This node's processes of the run share its cores (README, "Threads").
+            # This node's processes of the run share its cores (docs/guide.md, "Threads").
             apply_thread_rule(processes=self.trainer.num_devices)
         if stage == "fit":
             # One epoch is one evaluation interval; the number of epochs follows from the budget

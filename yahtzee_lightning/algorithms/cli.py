@@ -36,7 +36,7 @@ from .training_config import TrainingConfig
 
 # Loggers (CSV + TensorBoard) and checkpointing (every epoch = every evaluation interval, plus
 # ``last.ckpt`` every few minutes for ``--ckpt_path last``: ``RunCheckpoint``) are set in each YAML under conf/.
-# Resuming follows the rule in ``resume.py`` (README, "Resuming a run").
+# Resuming follows the rule in ``resume.py`` (docs/guide.md, "Resuming a run").
 # Launches on many ranks are checked as the ranks meet (launch.py): a callback every fit has.
 TRAINER_DEFAULTS = {"num_sanity_val_steps": 0, "callbacks": [SameRunOnEveryRank()]}
 

@@ -1,4 +1,4 @@
-"""What ``fit --ckpt_path`` resumes, and the rule it enforces (README, "Resuming a run").
+"""What ``fit --ckpt_path`` resumes, and the rule it enforces (docs/guide.md, "Resuming a run").
 
 A checkpoint restores the network's weights, the optimiser (its learning rate included), the
 learning-rate schedule and the progress (updates, epochs, games). Every other setting is read

@@ -37,7 +37,7 @@ class TrainingConfig(SaveConfigCallback):
         return {"file": config_file_name(self.config), "yaml": self.yaml} if self.yaml else {}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Nothing restored: a resumed run's config is the one given now (README, Resuming a run)."""
+        """Nothing restored: a resumed run's config is the one given now (docs/guide.md, Resuming a run)."""
 
 
 def config_file_name(config: Any) -> str:
