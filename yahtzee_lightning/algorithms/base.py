@@ -268,6 +268,7 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
         beta_roll, beta_score = self.entropy_coefs()
         coefs = {"beta_roll": beta_roll, "beta_score": beta_score, "gamma": self.gamma()}
         logs = self.logs_this_update()
+        self.logging_now = logs
         with self.own_generator():  # its minibatch orders and dropout masks: its own
             stats = (self.diagnose(batch) if logs else {}) | self.update(batch, coefs)
         self.lr_schedulers().step()

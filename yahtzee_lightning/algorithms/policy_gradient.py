@@ -39,6 +39,10 @@ SATURATION = ("max_logit_keep", "max_logit_box", "log_prob_taken")
 class PolicyGradient:
     """The parts of a policy-gradient update, on the module's network ``self.net``."""
 
+    #: Whether the update being made logs its metrics (set by ``learn`` once an update, read on the
+    #: host: the logging-only signs are computed on those updates alone, nothing read from the device).
+    logging_now: bool = False
+
     def evaluate_actions(
         self, obs: TensorDictBase, dist_value: tuple[Any, torch.Tensor] | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -92,7 +96,7 @@ class PolicyGradient:
 
         parts |= {"entropy_roll": ent_keep, "entropy_score": ent_box}
         stats = self.update_stats(loss, parts, advantage, value, returns, grad_norm, clipped)
-        return stats | self.saturation(dist, log_prob)
+        return stats | (self.saturation(dist, log_prob) if self.logging_now else {})  # logged updates only
 
     def advantages(self, batch: TensorDictBase, gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
         """GAE(``lam``) advantages and their returns ``(games, steps)``, from the values stored at

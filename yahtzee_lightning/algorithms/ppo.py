@@ -83,7 +83,7 @@ class PPO(OnPolicyAlgorithm):
             loss = sum(parts[k] for k in self.LOSS_TERMS)
             grad_norm, clipped = self.step_optimizer(loss)
 
-            signs = {k: parts.pop(k) for k in SATURATION}  # metrics of their own, not loss terms
+            signs = {k: parts.pop(k) for k in SATURATION if k in parts}  # metrics of their own, not loss terms
             mb_stats = self.update_stats(loss, parts, mb["advantage"], value, mb["returns"], grad_norm, clipped)
             mb_stats |= signs
             mb_stats["clip_fraction"] = ((ratio - 1).abs() > h.clip_eps).float().mean()
@@ -107,7 +107,8 @@ class PPO(OnPolicyAlgorithm):
             "entropy_roll": ent_keep,
             "entropy_score": ent_box,
         }
-        return parts | self.regularizers(mb, dist) | self.saturation(dist, log_prob), ratio, value
+        signs = self.saturation(dist, log_prob) if self.logging_now else {}  # logged updates only
+        return parts | self.regularizers(mb, dist) | signs, ratio, value
 
     def regularizers(self, mb: TensorDictBase, dist: TurnDistribution) -> dict[str, torch.Tensor]:
         """Extra loss terms (named in ``LOSS_TERMS``) and their diagnostics; none in plain PPO."""
