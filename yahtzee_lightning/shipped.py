@@ -61,3 +61,73 @@ def config_path(value: str) -> str:
     if found is None:
         raise ValueError(f"--config {value}: no such file, nor a shipped recipe; recipes: {', '.join(recipe_names())}")
     return str(found)
+
+
+#: A recipe's key naming the recipe it starts from: ``base: a2c_cpu`` takes every setting of
+#: ``conf/a2c_cpu.yaml`` and then this file's, so that a variant holds only what it changes.
+BASE_KEY = "base"
+_MAX_BASES = 16
+
+
+def merge_recipes(base: dict, over: dict) -> dict:
+    """``over`` on top of ``base``: mappings merge key by key (a new ``class_path`` keeps the base's
+    ``init_args`` it does not set), anything else (a value, a list of callbacks) is replaced whole."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = (
+            merge_recipes(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        )
+    return out
+
+
+def expand_base(config: dict, where: Path | None, seen: tuple[Path, ...] = ()) -> dict:
+    """A recipe's settings with its ``base:`` chain applied, the nearest file last. ``base`` is a path
+    (relative to the recipe's folder) or a shipped recipe's name; a missing one or a loop is a
+    ``ValueError`` naming the recipe."""
+    import yaml
+
+    if not isinstance(config, dict) or BASE_KEY not in config:
+        return config
+    config = dict(config)
+    name, label = config.pop(BASE_KEY), str(where or "the recipe")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{label}: {BASE_KEY} must name a recipe (a path or a name such as a2c_cpu), got {name!r}")
+    local = (where.parent if where else Path.cwd()) / name
+    path = local if local.is_file() else recipe(name)
+    if path is None:
+        raise ValueError(
+            f"{label}: {BASE_KEY}: {name}: no such file, nor a shipped recipe; recipes: {', '.join(recipe_names())}"
+        )
+    path = path.resolve()
+    if path in seen or len(seen) >= _MAX_BASES:
+        chain = " -> ".join(str(p) for p in (*seen, path))
+        raise ValueError(f"{label}: {BASE_KEY}: the recipes name each other in a loop ({chain})")
+    parent = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return merge_recipes(expand_base(parent, path, (*seen, path)), config)
+
+
+def expanded_config_path(value: str) -> str:
+    """A ``--config`` value as a file ``fit`` can read: the recipe itself, or, where it names a
+    ``base:``, its settings merged into a file of the same name in a private temporary folder
+    (removed at exit), so that fit's parser sees one whole recipe."""
+    import atexit
+    import shutil
+    import tempfile
+
+    import yaml
+
+    path = Path(config_path(value))
+    text = path.read_text(encoding="utf-8")
+    if BASE_KEY not in text:
+        return str(path)
+    config = yaml.safe_load(text)
+    if not isinstance(config, dict) or BASE_KEY not in config:
+        return str(path)
+    merged = expand_base(config, path.resolve())
+    folder = Path(tempfile.mkdtemp(prefix="yahtzee-lightning-recipe-"))
+    atexit.register(shutil.rmtree, folder, True)
+    out = folder / path.name
+    out.write_text(
+        f"# {path} with its {BASE_KEY}: chain merged\n" + yaml.safe_dump(merged, sort_keys=False), encoding="utf-8"
+    )
+    return str(out)

@@ -224,7 +224,18 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
         return {"optimizer": opt, "lr_scheduler": torch.optim.lr_scheduler.LambdaLR(opt, factor)}
 
     def update(self, batch: TensorDictBase, coefs: dict[str, float]) -> dict[str, float]:
-        """One update on a batch of whole games; returns the metrics to log. Defined by subclasses."""
+        """One update on a batch of whole games; returns the metrics to log. Defined by subclasses.
+
+        :param batch: ``(games_per_batch, steps)`` of TensorDict steps from :meth:`collect`, 39 steps
+            a game: the state keys of ``env.keys`` (``dice`` ``(..., 5)``, ``card`` ``(..., 13)``,
+            ``roll``, ``turn``, masks), the actions ``("action", "keep")`` and ``("action", "box")``
+            ``(...)``, ``sample_log_prob`` and ``state_value`` ``(...)`` as recorded while acting,
+            ``dropout_mask`` where the network has dropout, and under ``"next"`` the ``reward``,
+            ``done`` and ``terminated`` ``(..., 1)``.
+        :param coefs: this point of training's ``beta_roll``, ``beta_score`` (entropy weights) and
+            ``gamma``.
+        :returns: metric name to value (tensors on the device are read once, by :meth:`learn`).
+        """
         raise NotImplementedError
 
     def step_optimizer(self, loss: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -25,7 +25,7 @@ from lightning.pytorch.callbacks.progress import ProgressBar
 from lightning.pytorch.cli import LightningCLI
 
 from ..manifest import FolderBusy, folder_lock
-from ..shipped import config_path
+from ..shipped import expanded_config_path
 from ..untrusted import UntrustedError, check_count
 from . import resume
 from .checkpoint import is_run_checkpoint
@@ -241,15 +241,16 @@ def check_trainer_counts(config: Any) -> None:
 
 def shipped_configs(argv: list[str] | None) -> list[str] | None:
     """``--config NAME`` for a recipe shipped with the package (``quickstart``) where no such file is
-    (an installed package run from any folder); an unknown name is one line listing the recipes."""
+    (an installed package run from any folder), and a recipe's ``base:`` chain merged; an unknown
+    name is one line listing the recipes."""
     if argv is None:
         return None
     out = list(argv)
     for i, arg in enumerate(out):
         if arg == "--config" and i + 1 < len(out):
-            out[i + 1] = config_path(out[i + 1])
+            out[i + 1] = expanded_config_path(out[i + 1])
         elif arg.startswith("--config="):
-            out[i] = "--config=" + config_path(arg.removeprefix("--config="))
+            out[i] = "--config=" + expanded_config_path(arg.removeprefix("--config="))
     return out
 
 

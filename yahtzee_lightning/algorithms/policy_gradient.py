@@ -50,6 +50,9 @@ class PolicyGradient:
 
         Each head's entropy is averaged over the steps where that head acts. ``dist_value``: the
         network's ``(distribution, value)`` on ``obs`` when the caller has it already.
+
+        :param obs: steps of any batch shape ``B`` (flat ``(N,)`` in the losses), as collected.
+        :returns: log-probabilities and values shaped ``B``, and two scalar entropies.
         """
         dist, value = dist_value or as_played(self.net, obs)
         log_prob = dist.log_prob(obs[K.KEEP], obs[K.BOX])
@@ -60,6 +63,7 @@ class PolicyGradient:
 
     @staticmethod
     def entropy_bonus(ent_keep: torch.Tensor, ent_box: torch.Tensor, coefs: dict[str, float]) -> torch.Tensor:
+        """``beta_roll * H(keep) + beta_score * H(box)``: each head's entropy weighted by its own schedule."""
         return coefs["beta_roll"] * ent_keep + coefs["beta_score"] * ent_box
 
     @torch.no_grad()
@@ -83,6 +87,11 @@ class PolicyGradient:
 
         The update of REINFORCE and A2C, which differ only in the advantage ``A`` and return ``R``
         they pass; returns the step's metrics (still on the device).
+
+        :param obs: ``(N,)`` flat steps (``batch.reshape(-1)``), with their recorded dropout masks.
+        :param advantage: ``(N,)``, normalised here when ``normalize_advantage`` is set.
+        :param returns: ``(N,)``, the value head's target.
+        :param coefs: ``beta_roll``, ``beta_score`` (see :meth:`entropy_bonus`).
         """
         dist, value = as_played(self.net, obs)
         log_prob, value, ent_keep, ent_box = self.evaluate_actions(obs, (dist, value))
@@ -99,8 +108,9 @@ class PolicyGradient:
         return stats | (self.saturation(dist, log_prob) if self.logging_now else {})  # logged updates only
 
     def advantages(self, batch: TensorDictBase, gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """GAE(``lam``) advantages and their returns ``(games, steps)``, from the values stored at
-        collection (TorchRL's ``generalized_advantage_estimate``; ``lam`` 0 is the TD(0) error)."""
+        """GAE(``lam``) advantages and their returns, both ``(games, steps)`` as the batch, from the
+        values stored at collection (TorchRL's ``generalized_advantage_estimate``; ``lam`` 0 is the
+        TD(0) error ``r + gamma V(s') - V(s)``, 1 the Monte Carlo return less ``V(s)``)."""
         nxt = batch["next"]
         advantage, returns = generalized_advantage_estimate(
             gamma,
@@ -150,6 +160,8 @@ class PolicyGradient:
                 yield batch[idx].reshape(-1)
 
     def normalize(self, advantage: torch.Tensor) -> torch.Tensor:
+        """Advantages to zero mean and unit deviation over the minibatch where ``normalize_advantage``
+        is set (REINFORCE's and PPO's recipes), else as they are (the paper's A2C: raw TD errors)."""
         if self.hparams.normalize_advantage and advantage.numel() > 1:
             return (advantage - advantage.mean()) / (advantage.std() + 1e-8)
         return advantage

@@ -33,8 +33,11 @@ def value_label(value: Any) -> str:
 
 
 def compose(base_text: str, overrides: dict[str, Any]) -> dict[str, Any]:
-    """The config dict of a base YAML with dotted overrides applied in order."""
-    config = yaml.safe_load(base_text) or {}
+    """The config dict of a base YAML (its own ``base:`` recipe merged in) with dotted overrides
+    applied in order."""
+    from ..shipped import expand_base
+
+    config = expand_base(yaml.safe_load(base_text) or {}, None)
     for key, value in overrides.items():
         set_key(config, key, value)
     return config
