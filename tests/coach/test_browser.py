@@ -12,6 +12,8 @@ webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not in
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
+from yahtzee_lightning.coach.game import verdict  # noqa: E402
+
 
 def _browser():
     chromium = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
@@ -34,7 +36,8 @@ def browser():
 
 
 def _lines(b):
-    return [li.text for li in b.find_elements(By.CSS_SELECTOR, "#lines li")]
+    """The verdicts shown, newest first (read in one script: the page redraws the list whole)."""
+    return b.execute_script("return [...document.querySelectorAll('#lines li')].map((li) => li.textContent)")
 
 
 def _click_and_wait(b, element):
@@ -64,13 +67,20 @@ def test_a_whole_game_through_the_page(server, browser):
             assert "held" in dice[1].get_attribute("class")
             new = _click_and_wait(b, b.find_element(By.ID, "roll"))
             assert new[0].startswith(f"you: keep {held[0]} {held[1]} (dice ")
-        # Score the first open box (after one roll, the dice are kept as they are: judged too).
+        # Score the first open box: after one roll that is one decision, scoring early (the roll left
+        # unused), judged against the best choice at that roll; after two, the usual last choice.
         row = b.find_element(By.CSS_SELECTOR, "#card tr.legal")
         box = row.get_attribute("data-box")
         new = _click_and_wait(b, row.find_element(By.CSS_SELECTOR, "td.mine"))
-        assert any(line.startswith(f"you: score {box} (dice ") for line in new)
-        assert sum(line.startswith("greedy: ") for line in new) == 3  # the agent's whole turn
+        when = " after roll 2" if turn % 2 == 0 else ""
+        assert new[-1].startswith(f"you: score {box}{when} (dice "), new  # newest first: the agent's turn above
+        assert [line.split(":")[0] for line in new] == ["greedy"] * 3 + ["you"]  # the agent's whole turn
         turn += 1
+        if turn == 2:  # a reload goes on with the same game, its verdicts as they were
+            before = _lines(b)
+            b.refresh()
+            WebDriverWait(b, 30).until(lambda d: d.find_element(By.ID, "status").text.startswith("Turn 3 of 5"))
+            assert _lines(b) == before and len(server.games) == 1
 
     assert turn == 5
     (game,) = server.games.values()
@@ -79,4 +89,5 @@ def test_a_whole_game_through_the_page(server, browser):
     assert status == f"Game over: you {game.total}, greedy {game.agent_total}"
     summary = [li.text for li in b.find_elements(By.CSS_SELECTOR, "#summary li")]
     assert f"your total regret: {game.you.regret:.2f} expected points lost" in summary
-    assert sum(line.startswith("you: ") for line in _lines(b)) == len(game.you.log) == 3 * turn
+    assert sum(line.startswith("you: ") for line in _lines(b)) == len(game.you.log) == 2 * 3 + 3 * 2  # keeps + boxes
+    assert _lines(b) == [verdict(d) for d in reversed(game.history)]  # every verdict, newest first

@@ -25,7 +25,9 @@ def script(rules: Rules) -> tuple[list[str], list[list[tuple[int, int]]]]:
     """Lines that play every box in order, whatever the dice, and the (keep, box) actions they make.
 
     Turns vary: re-roll twice then name the box; name the box at once (the dice are kept); keep
-    all once then name it. Bad lines and requests for help are mixed in.
+    all once then name it. Bad lines and requests for help are mixed in. Each step is judged as a
+    decision of its own ("judge"), or is the decision to score early ("early": one decision, the
+    rolls left unused), or is one of those unused rolls ("unused": no decision of its own).
     """
     lines, actions = [], []
     for t, b in enumerate(rules.boxes):
@@ -33,13 +35,13 @@ def script(rules: Rules) -> tuple[list[str], list[list[tuple[int, int]]]]:
         bad = BAD[t % len(BAD)]
         if t % 3 == 0:
             lines += ["none", bad, "-", "?", name]
-            actions.append([(0, 0), (0, 0), (0, b)])
+            actions.append([(0, 0, "judge"), (0, 0, "judge"), (0, b, "judge")])
         elif t % 3 == 1:
             lines += ["card", bad, name[:4] if name != "four_of_a_kind" else "4k"]
-            actions.append([(KEEP_ALL, 0), (KEEP_ALL, 0), (0, b)])
+            actions.append([(KEEP_ALL, b, "early"), (KEEP_ALL, 0, "unused"), (0, b, "unused")])
         else:
             lines += ["all", "help", bad, name]
-            actions.append([(KEEP_ALL, 0), (KEEP_ALL, 0), (0, b)])
+            actions.append([(KEEP_ALL, 0, "judge"), (KEEP_ALL, b, "early"), (0, b, "unused")])
     return lines, actions
 
 
@@ -59,10 +61,17 @@ def test_a_whole_scripted_solitaire_game_against_the_oracle(default_table):
     env, oracle = YahtzeeEnv(1, rules=rules, seed=seed), TurnOracle(rules, default_table)
     td, regrets = env.reset(), []
     for turn in actions:
-        for keep, box in turn:
-            regret = oracle.regret(td[K.DICE], td[K.ROLL], td[K.CARD], torch.tensor([keep]), torch.tensor([box]))
-            regrets.append(float(regret[0]))
-            td = env.step(td.set(K.KEEP, torch.tensor([keep])).set(K.BOX, torch.tensor([box])))["next"]
+        for keep, box, how in turn:
+            if how == "judge":
+                regret = oracle.regret(td[K.DICE], td[K.ROLL], td[K.CARD], torch.tensor([keep]), torch.tensor([box]))
+                regrets.append(float(regret[0]))
+            elif how == "early":  # the best choice at this roll against the box's value with these dice
+                best = oracle.action_values(td[K.DICE], td[K.ROLL], td[K.CARD])[0].max()
+                box_value = oracle.action_values(td[K.DICE], torch.tensor([2]), td[K.CARD])[1][0, box]
+                regrets.append(max(float(best - box_value), 0.0))
+            td = env.step(
+                td.set(K.KEEP, torch.tensor([keep])).set(K.BOX, torch.tensor([box if how != "early" else 0]))
+            )["next"]
     assert bool(td[K.DONE].all())
 
     assert _losses(text, "you") == pytest.approx(regrets, abs=0.005 + 1e-9)
@@ -70,6 +79,11 @@ def test_a_whole_scripted_solitaire_game_against_the_oracle(default_table):
     assert total == pytest.approx(sum(regrets), abs=0.005) and total > 0  # re-rolling everything is never free
     assert f"your score: {int(td[K.SCORE][0])}" in text
     assert text.count("(type '?' for the ranked choices") == len(rules.boxes)  # one hint per bad line
+    early = re.findall(r"^  you: score (\w+) after roll (\d) ", text, flags=re.M)  # a box typed at a keep prompt
+    names = [BOX_NAMES[b] for t, b in enumerate(rules.boxes) if t % 3 != 0]
+    assert [name for name, _ in early] == names and not re.search(
+        r"^  you: keep all", text[: text.find(names[0])], re.M
+    )
     assert "Game over." in text and "Traceback" not in text
 
 
@@ -80,14 +94,25 @@ def test_a_game_against_an_agent_judges_both_sides(capsys):
     out = io.StringIO()
     play(game, io.StringIO("\n".join(lines) + "\n"), out)
     text = out.getvalue()
-    assert game.over and len(game.you.log) == len(game.agent.log) == 3 * SMALL.n_turns
+    decisions = sum(sum(how != "unused" for *_, how in turn) for turn in script(SMALL)[1])
+    assert game.over and len(game.you.log) == decisions and len(game.agent.log) == 3 * SMALL.n_turns
+    # The game's history: every decision in the order made (each side's in its own order; the agent's
+    # turn right after the person's scoring decision).
+    assert [d for d in game.history if d.who == "you"] == game.you.log
+    assert [d for d in game.history if d.who == "greedy"] == game.agent.log
+    scored = [i for i, d in enumerate(game.history) if d.who == "you" and d.chosen.kind == "box"]
+    assert all(game.history[i + 1].who == "greedy" for i in scored[:-1]) and len(scored) == SMALL.n_turns
 
     oracle = TurnOracle(SMALL, table)
     for d in game.you.log + game.agent.log:
-        keep, box = (d.chosen.action, 0) if d.roll < 2 else (0, d.chosen.action)
         dice, card = torch.tensor([d.dice]), torch.tensor([d.card])
-        want = oracle.regret(dice, torch.tensor([d.roll]), card, torch.tensor([keep]), torch.tensor([box]))
-        assert d.regret == pytest.approx(float(want[0]), abs=1e-9)
+        if d.chosen.kind == "box" and d.roll < 2:  # scored early: against the best choice at that roll
+            best = oracle.action_values(dice, torch.tensor([d.roll]), card)[0].max()
+            want = best - oracle.action_values(dice, torch.tensor([2]), card)[1][0, d.chosen.action]
+        else:
+            keep, box = (d.chosen.action, 0) if d.roll < 2 else (0, d.chosen.action)
+            want = oracle.regret(dice, torch.tensor([d.roll]), card, torch.tensor([keep]), torch.tensor([box]))[0]
+        assert d.regret == pytest.approx(max(float(want), 0.0), abs=1e-9)
     assert _losses(text, "you") == pytest.approx([d.regret for d in game.you.log], abs=0.005 + 1e-9)
     assert _losses(text, "greedy") == pytest.approx([d.regret for d in game.agent.log], abs=0.005 + 1e-9)
     assert f"your total regret: {game.you.regret:.2f}" in text

@@ -188,6 +188,14 @@ class Coach:
                 raise ValueError(f"box {BOX_NAMES[action]} cannot be scored now")
         return chosen, ranked[0]
 
+    def judge_score_now(self, dice: tuple[int, ...], roll: int, card: torch.Tensor, box: int) -> tuple[Choice, Choice]:
+        """``(chosen, best)`` for scoring ``box`` with these dice at ``roll``, rolls left unused: one
+        decision, worth the box's value with these dice, against the best choice at this roll."""
+        if roll >= N_ROLLS - 1:
+            return self.judge(dice, roll, card, box)
+        chosen = self.judge(dice, N_ROLLS - 1, card, box)[0]
+        return chosen, self.choices(dice, roll, card)[0]
+
 
 def format_choices(choices: list[Choice], limit: int | None = None) -> str:
     """The ranked choices as a small table: rank, choice, expected points to come, loss against the best."""

@@ -90,9 +90,10 @@ class Side:
 class CoachedGame:
     """A game of Yahtzee for one person (and optionally an agent), one decision at a time.
 
-    ``keep(pattern)`` while ``roll < 2``, ``score(box)`` any time (before the third roll the dice
-    are kept as they are, which the optimum judges too). Each call returns the decisions it
-    made: the person's, then the agent's whole turn after the person scored.
+    ``keep(pattern)`` while ``roll < 2``, ``score(box)`` any time: before the third roll it is one
+    decision, scoring now with the rolls left unused, judged against the best choice at that roll.
+    Each call returns the decisions it made: the person's, then the agent's whole turn after the
+    person scored; ``history`` holds every decision of the game in the order it was made.
     """
 
     def __init__(
@@ -112,6 +113,7 @@ class CoachedGame:
             self.env = MultiPlayerYahtzeeEnv(1, opponents=judged, rules=rules, reward="score", seed=seed)
         self.td: TensorDictBase = self.env.reset()
         self.over = False
+        self.history: list[Decision] = []
 
     # ----------------------------------------------------------- position
     @property
@@ -154,7 +156,9 @@ class CoachedGame:
         self._check_playing()
         if self.roll >= N_ROLLS - 1:
             raise ValueError("no roll is left this turn: choose a box to score")
-        return [self._step(pattern, 0)]
+        made = [self._step(pattern, 0)]
+        self.history += made
+        return made
 
     def score(self, box: int) -> list[Decision]:
         """Score ``box`` with the dice as they are (after keeping all the rolls left)."""
@@ -162,11 +166,16 @@ class CoachedGame:
         if box not in self.legal_boxes:
             why = "is already filled" if int(self.card[box]) != OPEN else "may not take these dice now"
             raise ValueError(f"box {BOX_NAMES[box]} {why}")
-        made = [self._step(KEEP_ALL, 0) for _ in range(self.roll, N_ROLLS - 1)]
+        dice, roll, card = self.dice, self.roll, self.card
+        chosen, best = self.coach.judge_score_now(dice, roll, card, box)
+        decision = Decision(self.you.name, dice, roll, tuple(card.tolist()), chosen, best)
+        self.you.log.append(decision)
+        for _ in range(roll, N_ROLLS - 1):  # the rolls left unused: the dice kept as they are
+            self._advance(KEEP_ALL, 0)
         mark = len(self.agent.log) if self.agent is not None else 0
-        made.append(self._step(0, box))
-        if self.agent is not None:
-            made += self.agent.log[mark:]
+        self._advance(0, box)
+        made = [decision] + (self.agent.log[mark:] if self.agent is not None else [])
+        self.history += made
         return made
 
     def _step(self, keep: int, box: int) -> Decision:
@@ -174,10 +183,14 @@ class CoachedGame:
         chosen, best = self.coach.judge(dice, roll, card, keep if roll < N_ROLLS - 1 else box)
         decision = Decision(self.you.name, dice, roll, tuple(card.tolist()), chosen, best)
         self.you.log.append(decision)
+        self._advance(keep, box)
+        return decision
+
+    def _advance(self, keep: int, box: int) -> None:
+        """One step of the env with the person's action (the agent's turn runs inside a scoring step)."""
         action = TensorDict({K.KEEP: torch.tensor([keep]), K.BOX: torch.tensor([box])}, batch_size=[1])
         self.td = self.env.step(self.td.clone().update(action))["next"]
         self.over = bool(self.td[K.DONE].all())
-        return decision
 
     def _check_playing(self) -> None:
         if self.over:
@@ -212,6 +225,8 @@ class CoachedGame:
 def verdict(d: Decision) -> str:
     """One line on a decision: what was chosen, what the optimum does, the expected points lost."""
     what = d.chosen.label if d.chosen.kind == "keep" else f"score {d.chosen.label}"
+    if d.chosen.kind == "box" and d.roll < N_ROLLS - 1:
+        what += f" after roll {d.roll + 1}"  # scored early: the rolls left unused
     head = f"{d.who}: {what} (dice {' '.join(map(str, d.dice))}) -> {d.chosen.value:.2f} expected to come"
     if d.regret <= REGRET_EPS:
         return f"{head}; optimal"

@@ -14,7 +14,9 @@ API (JSON in, JSON out; a bad request is ``400 {"error": "..."}``):
 
 A view is the game (:meth:`CoachedGame.to_json`) plus ``id``, ``advice`` (the ranked choices),
 ``lines`` (the verdicts on the decisions just made, in words), ``decisions`` (the same as data:
-position, chosen and best choice, regret) and, once over, ``summary``.
+position, chosen and best choice, regret), ``history`` (every verdict of the game, oldest first, so
+that a reloaded page shows the game as it was) and, once over, ``summary``. The page keeps its game's
+id in the address (``#game=ID``): a reload, or the address pasted in another tab, goes on with it.
 
 Only the page it serves may drive it: a request whose ``Host`` (or ``Origin``) is not the
 server's own address is refused (403), so a web page elsewhere cannot reach it by DNS rebinding.
@@ -182,6 +184,7 @@ class CoachServer(HTTPServer):
         out["advice"] = [] if game.over else [asdict(c) for c in game.advice()]
         out["lines"] = [verdict(d) for d in made or []]
         out["decisions"] = [d.to_json() for d in made or []]
+        out["history"] = [verdict(d) for d in game.history]  # the whole game's, oldest first: a reload redraws it
         out["summary"] = summary(game) if game.over else None
         return out
 
