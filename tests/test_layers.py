@@ -6,6 +6,7 @@ under ``if TYPE_CHECKING:`` (a type hint that names a module ties the two as muc
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -39,21 +40,11 @@ LAYERS: list[tuple[str, ...]] = [
     ("hub",),
     ("resolve", "gym.pettingzoo"),
     ("algorithms", "coach"),
-    (
-        "",
-        "cli",
-        "bench",
-        "env.demo",
-        "solver.cli",
-        "evaluation.cli",
-        "hub.cli",
-        "algorithms.cli",
-        "coach.cli",
-        "gym",
-        "players.cli",
-        "players.win_cli",
-    ),
-    ("study",),  # runs fit (algorithms.cli) for every cell of a study
+    ("study",),  # runs fit's LightningCLI (algorithms.lightning_cli) for every cell of a study
+    # The verbs' one room (commands/, with the console script's dispatcher), on top: nothing imports it.
+    # The package's __init__ (its lazy exports reach any layer) and gym/__init__ (it registers the
+    # Gymnasium ids) sit with it.
+    ("", "cli", "commands", "gym"),
 ]
 
 
@@ -171,9 +162,19 @@ def test_the_checks_see_what_they_must():
     assert "yahtzee_lightning.env.player" in GRAPH["yahtzee_lightning.env.multiplayer"]  # relative, top level
     assert "yahtzee_lightning.hub" in GRAPH["yahtzee_lightning.algorithms.settings"]  # inside a method
     assert "yahtzee_lightning.hub.agent" in GRAPH["yahtzee_lightning.hub"]  # a lazy export
-    assert "yahtzee_lightning.players" in GRAPH["yahtzee_lightning.evaluation.cli"]  # under TYPE_CHECKING
+    assert "yahtzee_lightning.players" in GRAPH["yahtzee_lightning.commands.args"]  # under TYPE_CHECKING
     assert "yahtzee_lightning.algorithms.host" in GRAPH["yahtzee_lightning.algorithms.collection"]  # the same
-    assert layer("yahtzee_lightning.env.demo") > layer("yahtzee_lightning.env.multiplayer")
+    assert layer("yahtzee_lightning.commands.demo") > layer("yahtzee_lightning.study.runner")
+
+
+def test_every_verb_lives_in_the_commands_room():
+    from yahtzee_lightning.cli import VERBS
+
+    outside = {verb: target for verb, (target, _) in VERBS.items() if not target.startswith(f"{PACKAGE}.commands.")}
+    assert not outside, f"verbs outside yahtzee_lightning/commands/: {outside}"
+    uses = re.compile(r"^\s*(import argparse|from argparse import)", re.M)
+    argparse_users = sorted(m for m, p in MODULES.items() if uses.search(p.read_text()) and ".commands" not in m)
+    assert not argparse_users, f"argument parsing outside the commands room: {argparse_users}"
 
 
 #: CONTRIBUTING.md: a module longer than this holds more than one concern; split it by concern.

@@ -1,77 +1,45 @@
 """The one console script, ``yahtzee-lightning VERB ...``.
 
-Each verb lives with its concern and is imported only when called, so ``solve`` does not pay
-for Lightning and ``demo`` does not pay for the solver. ``fit``/``validate``/``test`` go through
-LightningCLI; the other verbs are small argparse programs with a ``main(argv) -> int``.
+Every verb is a module of :mod:`yahtzee_lightning.commands` (the verbs' one room, on top of the
+library: nothing below imports it), imported only when called, so ``solve`` does not pay for
+Lightning and ``demo`` does not pay for the solver. ``fit``/``validate`` go through LightningCLI;
+the other verbs are small argparse programs with a ``main(argv) -> int``.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
-from typing import NoReturn
 
 VERBS: dict[str, tuple[str, str]] = {
-    "demo": ("yahtzee_lightning.env.demo:main", "play a few games with random legal actions and print the cards"),
-    "solve": ("yahtzee_lightning.solver.cli:main", "build (or load) the exact optimal value table"),
-    "evaluate": ("yahtzee_lightning.evaluation.cli:main", "evaluate a player side by side with the optimum"),
-    "fit": ("yahtzee_lightning.algorithms.cli:main", "train an agent (LightningCLI)"),
-    "validate": ("yahtzee_lightning.algorithms.cli:main", "validate an agent (LightningCLI)"),
-    "export": ("yahtzee_lightning.hub.cli:export_main", "turn a Lightning checkpoint into a shareable agent folder"),
-    "push": ("yahtzee_lightning.hub.cli:push_main", "upload an agent folder to the Hugging Face Hub"),
-    "pull": ("yahtzee_lightning.hub.cli:pull_main", "download an agent from the Hugging Face Hub into a folder"),
+    "demo": ("yahtzee_lightning.commands.demo:main", "play a few games with random legal actions and print the cards"),
+    "solve": ("yahtzee_lightning.commands.solve:main", "build (or load) the exact optimal value table"),
+    "evaluate": ("yahtzee_lightning.commands.evaluate:main", "evaluate a player side by side with the optimum"),
+    "fit": ("yahtzee_lightning.commands.fit:main", "train an agent (LightningCLI)"),
+    "validate": ("yahtzee_lightning.commands.fit:main", "validate an agent (LightningCLI)"),
+    "export": (
+        "yahtzee_lightning.commands.hub:export_main",
+        "turn a Lightning checkpoint into a shareable agent folder",
+    ),
+    "push": ("yahtzee_lightning.commands.hub:push_main", "upload an agent folder to the Hugging Face Hub"),
+    "pull": ("yahtzee_lightning.commands.hub:pull_main", "download an agent from the Hugging Face Hub into a folder"),
     "turn-value": (
-        "yahtzee_lightning.players.cli:main",
+        "yahtzee_lightning.commands.turn_value:main",
         "learn an agent's turn-start value from its own games (for lookahead:AGENT)",
     ),
     "win-value": (
-        "yahtzee_lightning.players.win_cli:main",
+        "yahtzee_lightning.commands.win_value:main",
         "learn an agent's chance of winning a match from its own play (for winlookahead:AGENT)",
     ),
-    "bench": ("yahtzee_lightning.bench:main", "run a benchmark and print its table"),
-    "study": ("yahtzee_lightning.study.cli:main", "run a study's ablations on Ray Tune and write its report"),
-    "play": ("yahtzee_lightning.coach.cli:play_main", "play a game in the terminal; the optimum judges each choice"),
-    "advise": ("yahtzee_lightning.coach.cli:advise_main", "rank the choices of a position by expected points"),
-    "serve": ("yahtzee_lightning.coach.cli:serve_main", "play the coached game in a browser (local page)"),
+    "bench": ("yahtzee_lightning.commands.bench:main", "run a benchmark and print its table"),
+    "study": ("yahtzee_lightning.commands.study:main", "run a study's ablations on Ray Tune and write its report"),
+    "play": (
+        "yahtzee_lightning.commands.coach:play_main",
+        "play a game in the terminal; the optimum judges each choice",
+    ),
+    "advise": ("yahtzee_lightning.commands.coach:advise_main", "rank the choices of a position by expected points"),
+    "serve": ("yahtzee_lightning.commands.coach:serve_main", "play the coached game in a browser (local page)"),
 }
-
-
-def plain(doc: str | None) -> str:
-    """A module docstring as a verb's ``--help`` description: without reST's double backticks."""
-    return (doc or "").replace("``", "")
-
-
-class VerbParser(argparse.ArgumentParser):
-    """A verb's parser: a bad or missing value ends in one line that names it and says where the
-    usage is (``VERB --help``), not in the usage block itself."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (usage: {self.prog} --help)\n")
-
-
-#: The largest counts the verbs take, each with why: every game's record is kept in memory (scores,
-#: boxes, regrets), a batch of matches is played at once, a match's turns grow with its seats.
-MAX_GAMES = 10_000_000
-MAX_BATCH = 1 << 16
-MAX_PLAYERS = 8
-WHY_GAMES = "every game's record is kept in memory; for more, play several seeds"
-WHY_BATCH = "a batch of games is held in memory at once"
-WHY_PLAYERS = "a match's length and memory grow with its seats"
-
-
-def check_count(parser: argparse.ArgumentParser, option: str, value: int, low: int, high: int, why: str) -> None:
-    """A count from the command line, within ``low..high``; past ``high``, one line that says why."""
-    if value < low:
-        parser.error(f"{option} must be >= {low}, got {value}")
-    if value > high:
-        parser.error(f"{option} must be at most {high:,} ({why}), got {value:,}")
-
-
-def check_seed(seed: int, parser: argparse.ArgumentParser) -> None:
-    """Seeds are offset per game and per rank: keep them well inside torch's 64-bit range."""
-    if not 0 <= seed < 2**32:
-        parser.error(f"--seed must be in 0..2**32-1, got {seed}")
 
 
 def _usage() -> str:

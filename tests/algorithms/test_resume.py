@@ -148,7 +148,7 @@ def test_a_full_disk_while_writing_a_checkpoint_is_one_line(tmp_path, capsys, mo
 def test_no_checkpoint_path_is_printed_that_does_not_exist(tmp_path):
     from types import SimpleNamespace
 
-    from yahtzee_lightning.algorithms.cli import next_steps
+    from yahtzee_lightning.commands.fit import next_steps
 
     gone = SimpleNamespace(last_model_path=str(tmp_path / "moved" / "last.ckpt"), best_model_path="", dirpath=None)
     assert next_steps(SimpleNamespace(checkpoint_callback=gone), None) == ""

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from yahtzee_lightning.coach import Coach, keep_pattern, parse_box, parse_card, parse_dice
-from yahtzee_lightning.coach.cli import advise_main
+from yahtzee_lightning.commands.coach import advise_main
 from yahtzee_lightning.game import BOX_NAMES, OPEN, Rules
 from yahtzee_lightning.solver import TurnOracle, load_or_solve
 

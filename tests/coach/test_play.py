@@ -8,9 +8,9 @@ import torch
 
 from yahtzee_lightning import cli
 from yahtzee_lightning.coach.advice import KEEP_ALL, parse_box
-from yahtzee_lightning.coach.cli import play_main
 from yahtzee_lightning.coach.game import CoachedGame
 from yahtzee_lightning.coach.terminal import play
+from yahtzee_lightning.commands.coach import play_main
 from yahtzee_lightning.env import keys as K
 from yahtzee_lightning.env.yahtzee_env import YahtzeeEnv
 from yahtzee_lightning.game import BOX_NAMES, Rules

@@ -10,8 +10,8 @@ import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3 import PPO
 
+from yahtzee_lightning.commands.evaluate import main as evaluate_main
 from yahtzee_lightning.evaluation import evaluate, play_games, summarize
-from yahtzee_lightning.evaluation.cli import main as evaluate_main
 from yahtzee_lightning.game import Rules
 from yahtzee_lightning.gym.policy import GymPolicyPlayer, sb3_policy_player
 from yahtzee_lightning.gym.sb3 import YahtzeeSB3VecEnv

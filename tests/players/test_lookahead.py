@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from yahtzee_lightning.cli import main as cli_main
-from yahtzee_lightning.coach.cli import advise_main
+from yahtzee_lightning.commands.coach import advise_main
+from yahtzee_lightning.commands.turn_value import read_config
 from yahtzee_lightning.digest import VALUE_DIGEST
 from yahtzee_lightning.env import YahtzeeEnv
 from yahtzee_lightning.env import keys as K
@@ -19,7 +20,6 @@ from yahtzee_lightning.hub import YahtzeeAgent
 from yahtzee_lightning.hub.agent import VALUE_NAME, AgentFormatError, agent_files, is_agent_folder
 from yahtzee_lightning.nn import PolicyValueNet
 from yahtzee_lightning.players import LookaheadPlayer, OptimalPlayer
-from yahtzee_lightning.players.cli import read_config
 from yahtzee_lightning.players.lookahead import (
     ValueSettings,
     backup_error,

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
+from yahtzee_lightning.commands.evaluate import main as evaluate_main
 from yahtzee_lightning.env import keys as K
 from yahtzee_lightning.env.multiplayer import MultiPlayerYahtzeeEnv
-from yahtzee_lightning.evaluation.cli import main as evaluate_main
 from yahtzee_lightning.evaluation.match import play_matches
 from yahtzee_lightning.game import Rules
 from yahtzee_lightning.players import EndgamePlayer, OptimalPlayer, WinSeekingPlayer, make_player

@@ -10,7 +10,7 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from yahtzee_lightning.hub.cli import agent_from_checkpoint
+from yahtzee_lightning.algorithms.export import agent_from_checkpoint
 from yahtzee_lightning.study.aggregates import table_improvement
 from yahtzee_lightning.study.chain import scratch_twin, start_weights
 from yahtzee_lightning.study.claims import write_claims

@@ -14,8 +14,8 @@ import pytest
 import yaml
 from test_smoke_study import SMOKE, _study
 
+from yahtzee_lightning.commands.study import main
 from yahtzee_lightning.study import cluster as cluster_module
-from yahtzee_lightning.study.cli import main
 from yahtzee_lightning.study.results import _history as kept_history
 from yahtzee_lightning.study.results import load_plan
 from yahtzee_lightning.study.runner import run_study, trainable

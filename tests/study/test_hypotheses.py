@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from yahtzee_lightning.study.cli import main
+from yahtzee_lightning.commands.study import main
 from yahtzee_lightning.study.runner import plan_trials
 from yahtzee_lightning.study.spec import StudyError, load_study
 

@@ -224,7 +224,7 @@ def test_t1s_fresh_games_cache_is_keyed_by_the_checkpoint_it_played(tmp_path, mo
 
 
 def test_study_run_counts_are_bounded_in_one_line(tmp_path, capsys):
-    from yahtzee_lightning.study.cli import main
+    from yahtzee_lightning.commands.study import main
 
     for flag, value, message in (
         ("--cpus", "0", "--cpus must be >= 1"),

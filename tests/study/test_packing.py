@@ -80,9 +80,9 @@ def test_a_packed_study_has_the_numbers_of_an_unpacked_one_and_a_copied_folder_r
 def _t1_plays_each_packed_cells_own_members(out) -> None:
     """T1's fresh games: each cell of a pack plays its own members (its place in the pack's ensemble),
     not the pack's first cell's, and the cells' cached results do not overwrite each other."""
+    from yahtzee_lightning.algorithms.export import agent_from_checkpoint
     from yahtzee_lightning.algorithms.resume import last_checkpoint
     from yahtzee_lightning.evaluation import evaluate
-    from yahtzee_lightning.hub.cli import agent_from_checkpoint
     from yahtzee_lightning.study.context import Context
     from yahtzee_lightning.study.tables import FRESH_SEED, fresh_scores
 

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
+from yahtzee_lightning.commands.study import main
 from yahtzee_lightning.study import hypotheses
-from yahtzee_lightning.study.cli import main
 from yahtzee_lightning.study.results import TABLE
 from yahtzee_lightning.study.runner import prepare_folder
 from yahtzee_lightning.study.spec import StudyError, load_study

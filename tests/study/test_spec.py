@@ -9,7 +9,7 @@ import pytest
 import torch
 import yaml
 
-from yahtzee_lightning.study.cli import main
+from yahtzee_lightning.commands.study import main
 from yahtzee_lightning.study.context import pareto_front
 from yahtzee_lightning.study.runner import plan_trials, prepare_folder
 from yahtzee_lightning.study.spec import EXHIBIT_IDS, StudyError, load_study

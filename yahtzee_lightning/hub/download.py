@@ -207,3 +207,11 @@ def remember_revision(snapshot: Path, revision: str, sha: str) -> None:
         (refs / revision).write_text(sha)
     except (UntrustedError, OSError):
         pass  # the cache keeps no name for it: an offline load asks for the commit instead
+
+
+def hub_failure(repo_id: str, error: BaseException) -> str:
+    """One line for a hub that cannot be reached or refuses: the error's first line, not its traceback."""
+    from huggingface_hub import constants
+
+    detail = printable((str(error).strip().splitlines() or [type(error).__name__])[0])  # a server's words: as text
+    return f"{repo_id}: the hub at {constants.ENDPOINT} could not be reached or refused the request ({detail})"

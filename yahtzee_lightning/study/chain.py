@@ -114,7 +114,7 @@ def source_of(trials: list[Any], cell: str, seed: int, out: Path) -> dict[str, A
 
 def start_weights(run_dir: Path, source: dict[str, Any]) -> Path:
     """The agent a chained run starts from, exported once from its finished source into ``run_dir/start``."""
-    from ..hub.cli import agent_from_checkpoint
+    from ..algorithms.export import agent_from_checkpoint
     from ..manifest import Manifest
     from .records import read_final
 

@@ -14,6 +14,7 @@ trials on one GPU, and each trains on the GPU Ray gave it (``accelerator: gpu``,
 
 from __future__ import annotations
 
+import importlib
 import socket
 import uuid
 from pathlib import Path
@@ -64,9 +65,10 @@ def node_probe(out: str, token: str, files: list[str]) -> dict[str, Any]:
     found: dict[str, Any] = where()
     found["missing"] = [f for f in files if not Path(f).is_file()]
     try:
-        import yahtzee_lightning
-
-        found["version"] = yahtzee_lightning.__version__
+        # The whole package, as that node imports it (an install there, not a module of ours here):
+        # a runtime probe, so looked up by name rather than imported as a dependency.
+        package = importlib.import_module("yahtzee_lightning")
+        found["version"] = package.__version__
     except Exception as e:  # not installed, or broken there
         found["import_error"] = f"{type(e).__name__}: {e}"
     folder = Path(out)
@@ -94,7 +96,7 @@ def check_nodes(out: Path, files: list[str], timeout: float = PROBE_TIMEOUT_S) -
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    import yahtzee_lightning
+    from .._version import __version__
 
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     out.mkdir(parents=True, exist_ok=True)
@@ -111,7 +113,7 @@ def check_nodes(out: Path, files: list[str], timeout: float = PROBE_TIMEOUT_S) -
         done, late = ray.wait(list(refs), num_returns=len(refs), timeout=timeout)
         problems = [f"{node_name(refs[r])}: did not answer the check within {timeout:g} s" for r in late]
         for ref in done:
-            problems += _problems(refs[ref], ref, out, yahtzee_lightning.__version__)
+            problems += _problems(refs[ref], ref, out, __version__)
     finally:
         (out / token).unlink(missing_ok=True)
     if problems:

@@ -106,11 +106,9 @@ def init_ray(address: str | None, cpus: int | None) -> int:
     cores by default); workers import this checkout and use one thread each. Returns the CPUs."""
     import ray
 
-    import yahtzee_lightning
-
     if address:
         check_address(address)  # a short wait, not Ray's long retries on an address that does not answer
-    checkout = str(Path(yahtzee_lightning.__file__).resolve().parents[1])
+    checkout = str(Path(__file__).resolve().parents[2])  # the folder holding yahtzee_lightning/
     path = os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH", "")) if p)
     env = {"PYTHONPATH": path, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     if cache := os.environ.get("YAHTZEE_LIGHTNING_CACHE"):

@@ -53,9 +53,9 @@ def fresh_scores(ctx: Context, s: Series) -> pd.DataFrame:
     study folder holds no weights (a report's committed copy), what the cache kept of them, else
     nothing. Cached in ``OUT/fresh.json``, keyed
     by the checkpoint's sha256 too: a run trained again is played again (its old entry dropped)."""
+    from ..algorithms.export import agent_from_checkpoint
     from ..evaluation import evaluate
     from ..hub import AgentError
-    from ..hub.cli import agent_from_checkpoint
 
     path = ctx.out / FRESH
     cache = read_record(path, "computed again") or {}

@@ -313,7 +313,7 @@ def run_trial(config: dict[str, Any], trials: dict[str, dict[str, Any]] | None =
     """
     from ray import tune
 
-    from ..algorithms.cli import run_cli
+    from ..algorithms.lightning_cli import run_cli
 
     torch.set_num_threads(1)
     name = tune.get_context().get_trial_name()

@@ -6,7 +6,7 @@ import runpy
 import sys
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCH_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def available() -> list[str]:

@@ -1,4 +1,5 @@
-"""``yahtzee-lightning fit|validate``: LightningCLI over any LightningModule, configured in YAML.
+"""The LightningCLI that ``yahtzee-lightning fit|validate`` (``commands/fit.py``) and every trial of a
+study run: over any LightningModule, configured in YAML.
 
 ``--model`` takes a class path (``yahtzee_lightning.algorithms.PPO`` or a user's own module) and
 every constructor argument is a YAML key or a dotted override (``--model.init_args.lr 3e-4``);
@@ -130,33 +131,6 @@ def expect_checkpoints_when_resuming(subcommand_config: Any) -> None:
     """A resumed run (``--ckpt_path``) writes into its own non-empty checkpoint folder: by design."""
     if subcommand_config.get("ckpt_path"):
         warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
-
-
-def next_steps(trainer: L.Trainer, model: Any) -> str:
-    """Where the run's checkpoint is, and the commands that turn it into a shared agent."""
-    from ..nn import PolicyValueNet
-
-    ckpt = trainer.checkpoint_callback
-    # A path the callback remembers but that is not there (a resumed run that wrote nothing, its
-    # folder moved) is never printed: the newest checkpoint file there is, or nothing.
-    found = [p for p in (ckpt.last_model_path, ckpt.best_model_path) if p and Path(p).is_file()] if ckpt else []
-    path = found[0] if found else None
-    if path is None and ckpt and ckpt.dirpath and (last := Path(ckpt.dirpath) / "last.ckpt").is_file():
-        path = str(last)
-    if not path:
-        return ""
-    with contextlib.suppress(ValueError):  # as typed from the run's folder, where possible
-        path = str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    lines = [f"checkpoint: {path}"]
-    if isinstance(getattr(model, "net", None), PolicyValueNet):
-        member = " --member best" if getattr(model, "members", None) is not None else ""  # an ensemble: one member
-        lines += [
-            "next:",
-            f"  yahtzee-lightning export {path} my-agent{member} --games 10000   # an agent folder, with its card",
-            "  yahtzee-lightning evaluate --agent my-agent --games 10000 --report reports/my-agent",
-            "  yahtzee-lightning push my-agent --repo-id USER/my-agent    # share it on the Hugging Face Hub",
-        ]
-    return "\n".join(lines)
 
 
 class _CLI(LightningCLI):
@@ -357,10 +331,3 @@ def run_cli(argv: list[str] | None = None) -> LightningCLI:
     finally:
         _HELD.close()  # the run folders are free again, however the fit ended
         _HELD_FOLDERS.clear()
-
-
-def main(argv: list[str] | None = None) -> int:
-    cli = run_cli(argv)
-    if cli.subcommand == "fit" and cli.trainer.is_global_zero:
-        print(next_steps(cli.trainer, cli.model))
-    return 0

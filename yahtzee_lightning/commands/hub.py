@@ -6,106 +6,8 @@ import argparse
 import pickle
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from ..cli import VerbParser
-from ..manifest import FolderBusy
-from ..replace import replacing as writing
-
-if TYPE_CHECKING:  # torch and the hub client load after parsing, so that --help answers at once
-    from .agent import YahtzeeAgent
-
-#: Where the network lives in a Lightning checkpoint of our algorithms: ``self.net`` of the module.
-NET_PREFIX = "net."
-
-
-def agent_from_checkpoint(path: str | Path, member: str | None = None) -> YahtzeeAgent:
-    """The network of a Lightning checkpoint (loaded with ``weights_only=True``: no unpickling).
-
-    A small adapter over the checkpoint layout: the module's ``hyper_parameters`` give the network's
-    constructor arguments, ``state_dict`` entries under ``net.`` its weights, and the
-    ``yahtzee_lightning`` entry (written by ``on_save_checkpoint``) the training facts for the card.
-    An ensemble's checkpoint holds every member (under ``members.K.``): ``member`` picks one, by
-    index or ``best`` (the best last evaluation), and the card says which and how it was chosen.
-    """
-    import torch
-
-    from .. import algorithms
-    from ..nn import PolicyValueNet
-    from .agent import AgentFormatError, YahtzeeAgent, check_weights
-
-    path = Path(path)
-    if path.is_dir():
-        raise FileNotFoundError(f"{path} is a folder, not a checkpoint file")
-    if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}")
-    from ..algorithms.resume import checkpoint_problem
-
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError:
-        raise  # weights_only refused what it read: the caller says so, never unpickling it
-    except Exception as e:  # truncated, garbage, not a zip: one line naming the file, never a traceback
-        raise AgentFormatError(
-            f"{path}: does not load as a checkpoint ({type(e).__name__}: damaged or truncated?)"
-        ) from None
-    if not isinstance(ckpt, dict) or "hyper_parameters" not in ckpt or "state_dict" not in ckpt:
-        raise AgentFormatError(f"{path}: not a Lightning checkpoint of a yahtzee_lightning algorithm")
-    if problem := checkpoint_problem(ckpt, path):
-        raise AgentFormatError(f"{path}: {problem}")
-    hparams, info = ckpt["hyper_parameters"], dict(ckpt.get("yahtzee_lightning", {}))
-    algorithm = info.get("algorithm", "this algorithm")
-    cls = getattr(algorithms, algorithm, None)  # its own network_kwargs; a user's algorithm: the base class's
-    if not (isinstance(cls, type) and issubclass(cls, algorithms.OnPolicyAlgorithm)):
-        cls = algorithms.OnPolicyAlgorithm
-    try:
-        net = PolicyValueNet(**cls.network_kwargs(hparams))
-    except (TypeError, ValueError) as e:
-        raise AgentFormatError(f"{path}: {algorithm}'s hyperparameters do not build a PolicyValueNet ({e})") from e
-    prefix = NET_PREFIX
-    if member is not None and "members" not in info:
-        raise AgentFormatError(f"--member {member}: {path} is a single run, not an ensemble")
-    if "members" in info:
-        k, info["member"] = choose_member(info["members"], member, path)
-        hparams = {**hparams, **info.pop("members")[k]["settings"]}
-        prefix = f"members.{k}."
-    state = {k.removeprefix(prefix): v for k, v in ckpt["state_dict"].items() if k.startswith(prefix)}
-    try:
-        check_weights(net, state, path)
-    except AgentFormatError as e:
-        raise AgentFormatError(f"{e} -- is {algorithm}'s network a PolicyValueNet?") from None
-    net.load_state_dict(state)
-    info.setdefault("games", int(ckpt["state_dict"].get("updates_done", 0)) * hparams["games_per_batch"])
-    info["hyperparameters"] = {k: v for k, v in hparams.items() if not k.startswith("_")}
-    return YahtzeeAgent(net.eval(), training=info)
-
-
-def carried_config_of(path: str | Path) -> tuple[str, str] | None:
-    """The training YAML a checkpoint of ``fit`` carries (file name, text), or None (an older one)."""
-    import torch
-
-    from ..algorithms.training_config import carried_config
-
-    return carried_config(torch.load(path, map_location="cpu", weights_only=True))
-
-
-def choose_member(members: list[dict], member: str | None, path: Path) -> tuple[int, str]:
-    """The index of the asked ensemble member (``k`` or ``best``), and how the card tells it."""
-    from .agent import AgentFormatError
-
-    n = len(members)
-    if member is None:
-        raise AgentFormatError(f"{path} holds an ensemble of {n} members: choose one with --member 0..{n - 1} or best")
-    if member == "best":
-        scores = [m.get("last_eval_score") for m in members]
-        if all(s is None for s in scores):
-            raise AgentFormatError(f"--member best: no member of {path} has been evaluated yet; choose one by index")
-        k = max(range(n), key=lambda i: -float("inf") if scores[i] is None else scores[i])
-        told = ", ".join("-" if s is None else f"{s:.2f}" for s in scores)
-        return k, f"{k} of {n}, the best last evaluation (mean score per member: {told})"
-    if not member.isdigit() or int(member) >= n:
-        raise AgentFormatError(f"--member {member}: {path} has members 0..{n - 1} (or: best)")
-    return int(member), f"{member} of {n}, chosen by index"
+from .args import VerbParser
 
 
 def export_main(argv: list[str] | None = None) -> int:
@@ -128,11 +30,14 @@ def export_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--member", default=None, help="an ensemble's member to export: its index, or best")
     parser.add_argument("--force", action="store_true", help="replace an agent folder already there, as a whole")
     args = parser.parse_args(argv)
-    from ..cli import MAX_GAMES, WHY_GAMES, check_count, check_seed
+    from ..manifest import FolderBusy
+    from ..replace import replacing as writing
+    from .args import MAX_GAMES, WHY_GAMES, check_count, check_seed
 
     check_count(parser, "--games", args.games, 0, MAX_GAMES, WHY_GAMES)
+    from ..algorithms.export import agent_from_checkpoint, carried_config_of
+    from ..hub.agent import AgentError
     from ..machine import describe_machine
-    from .agent import AgentError
 
     check_seed(args.seed, parser)
     check_folder_target(Path(args.directory), parser, args.force)
@@ -170,7 +75,7 @@ def export_main(argv: list[str] | None = None) -> int:
             from ..evaluation import evaluate
 
             agent.evaluation = evaluate(player, args.games, args.seed, player.rules, progress=True)
-    from .agent import CARD_NAME, CONFIG_NAME, WEIGHTS_NAME
+    from ..hub.agent import CARD_NAME, CONFIG_NAME, WEIGHTS_NAME
 
     names = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME] + ([Path(args.config).name] if args.config else [])
     names += [carried[0]] if carried else []
@@ -210,8 +115,8 @@ def push_main(argv: list[str] | None = None) -> int:
     directory = Path(args.directory)
     if not directory.is_dir():
         parser.error(f"{directory} is not a folder")
-    from .agent import AgentError, YahtzeeAgent
-    from .download import hub_errors
+    from ..hub.agent import AgentError, YahtzeeAgent
+    from ..hub.download import hub_errors, hub_failure
 
     try:
         agent = YahtzeeAgent.load(directory)  # refuse to upload a broken folder
@@ -232,8 +137,10 @@ def pull_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--revision", default=None, help="branch, tag or commit (default: main)")
     parser.add_argument("--force", action="store_true", help="replace an agent folder already there, as a whole")
     args = parser.parse_args(argv)
-    from .agent import AgentError, YahtzeeAgent, agent_files
-    from .download import hub_errors, resolve_folder
+    from ..hub.agent import AgentError, YahtzeeAgent, agent_files
+    from ..hub.download import hub_errors, hub_failure, resolve_folder
+    from ..manifest import FolderBusy
+    from ..replace import replacing as writing
 
     out = Path(args.directory)
     check_folder_target(out, parser, args.force)
@@ -275,7 +182,7 @@ def check_folder_target(path: Path, parser: argparse.ArgumentParser, force: bool
         parser.error(f"{path}: a parent of it is a file")
     if not path.is_dir() or not any(path.iterdir()):
         return
-    from .agent import is_agent_folder
+    from ..hub.agent import is_agent_folder
 
     if not is_agent_folder(path):
         names = sorted(p.name for p in path.iterdir())[:5]
@@ -288,8 +195,8 @@ def check_clashes(path: Path, names: list[str], parser: argparse.ArgumentParser)
     """Refuse, before anything is written, to overwrite a file of ``names`` in ``path`` that its
     manifest does not prove ours: the user's, or one edited since. A folder written before manifests
     has its three artefact files replaced (nothing else)."""
+    from ..hub.agent import CARD_NAME, CONFIG_NAME, WEIGHTS_NAME
     from ..manifest import MANIFEST, Manifest
-    from .agent import CARD_NAME, CONFIG_NAME, WEIGHTS_NAME
 
     if not path.is_dir():
         return
@@ -308,13 +215,3 @@ def check_clashes(path: Path, names: list[str], parser: argparse.ArgumentParser)
             f"{path}: {', '.join(clash)} would be overwritten but was not written by yahtzee-lightning (or was "
             "changed since); move it away first (nothing written)"
         )
-
-
-def hub_failure(repo_id: str, error: BaseException) -> str:
-    """One line for a hub that cannot be reached or refuses: the error's first line, not its traceback."""
-    from huggingface_hub import constants
-
-    from ..untrusted import printable
-
-    detail = printable((str(error).strip().splitlines() or [type(error).__name__])[0])  # a server's words: as text
-    return f"{repo_id}: the hub at {constants.ENDPOINT} could not be reached or refused the request ({detail})"

@@ -16,9 +16,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..cli import MAX_GAMES, WHY_GAMES, VerbParser, check_count, check_seed, plain
 from ..machine import describe_machine
-from .cli import load_average
+from .args import MAX_GAMES, WHY_GAMES, VerbParser, check_count, check_seed, plain
+from .turn_value import load_average
 
 SETTINGS_HELP = {
     "games": "solitaire games of the agent's look-ahead (default 20000)",
@@ -72,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from ..hub import YahtzeeAgent
     from ..hub.win_value import save_win_value
-    from .lookahead import lookahead_player
-    from .win_lookahead import WinSettings, learn_win_value
+    from ..players.lookahead import lookahead_player
+    from ..players.win_lookahead import WinSettings, learn_win_value
 
     try:
         settings = WinSettings(**values)

@@ -13,8 +13,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..cli import VerbParser, check_count, plain
-from .spec import StudyError, load_study
+from .args import VerbParser, check_count, plain
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -64,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
+    from ..study.spec import StudyError, load_study
+
     if args.verb == "run":
         run = args.verb_parser  # its own prog in the line
         if args.cpus is not None:  # trial slots of one local Ray instance (more than the cores share them)
@@ -72,37 +73,37 @@ def main(argv: list[str] | None = None) -> int:
             check_count(run, "--retries", args.retries, 0, 100, "a trial that died 100 times will not finish")
     try:
         if args.verb == "report":
-            from .report import write_report
+            from ..study.report import write_report
 
             index = write_report(Path(args.dir), force=args.force)
             print(f"report: {index}")
             return 0
         if getattr(args, "address", None):
-            from .cluster import check_address
+            from ..study.cluster import check_address
 
             check_address(args.address)  # at once, before the study file's cells are parsed
         study = load_study(args.file, args.profile, getattr(args, "gpus_per_trial", None))
         if getattr(args, "no_pack", False):
             study.pack = False
-        from .validate import check_settings
+        from ..study.validate import check_settings
 
         check_settings(study)  # before check passes or run starts anything
         if args.verb == "check":
-            from .packing import check_required
+            from ..study.packing import check_required
 
             check_required(study)
             if args.out:
-                from .preregistration import check_preregistered
+                from ..study.preregistration import check_preregistered
 
                 check_preregistered(study, Path(args.out))
             print(describe(study))
             return 0
-        from .runner import run_study
+        from ..study.runner import run_study
 
         command = shlex.join(["yahtzee-lightning", "study", *argv])
         code = run_study(study, args.out, args.address, args.cpus, args.force, command=command, retries=args.retries)
         if args.report:
-            from .report import write_report
+            from ..study.report import write_report
 
             print(f"report: {write_report(Path(args.out), force=True)}")
         return code

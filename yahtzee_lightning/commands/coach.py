@@ -8,18 +8,17 @@ import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING, TextIO
 
-from ..cli import VerbParser, check_seed
-from ..evaluation.cli import add_rules_arguments, player_rules, rules_from_args
-from ..game import Rules
-from ..solver import OptimalTable, load_or_solve, table_path
-from ..solver.cache import check_table_cache
-from .advice import Coach, format_choices, parse_card, parse_dice
+from .args import VerbParser, add_rules_arguments, check_seed, player_rules, rules_from_args
 
-if TYPE_CHECKING:  # the players (and the env, TensorDict, TorchRL) load only for the verbs that play
+if TYPE_CHECKING:  # torch, the solver and the players load after parsing, so that --help answers at once
+    from ..game import Rules
     from ..players.base import Player
+    from ..solver import OptimalTable
 
 
 def _table(rules: Rules) -> OptimalTable:
+    from ..solver import load_or_solve, table_path
+
     if not table_path(rules).exists():
         print(f"solving the optimal table for {rules.tag()} once (a few seconds; cached after)...", file=sys.stderr)
     return load_or_solve(rules, progress=False)
@@ -39,6 +38,8 @@ def _setup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[R
         except (ValueError, OSError) as e:
             parser.error(str(e))
         rules = player_rules(opponent, args.opponent, args, parser)
+    from ..solver.cache import check_table_cache
+
     try:
         check_table_cache(rules)
     except ValueError as e:
@@ -54,9 +55,6 @@ def _game_arguments(parser: argparse.ArgumentParser) -> None:
 
 def play_main(argv: list[str] | None = None, inp: TextIO | None = None, out: TextIO | None = None) -> int:
     """A game in the terminal; exit 0 at the end or on 'quit'/end of input, 130 on Ctrl-C."""
-    from .game import CoachedGame
-    from .terminal import Quit, play
-
     parser = VerbParser(
         prog="yahtzee-lightning play",
         description="Play Yahtzee in the terminal, alone or against an agent; after every choice the exact "
@@ -64,6 +62,9 @@ def play_main(argv: list[str] | None = None, inp: TextIO | None = None, out: Tex
     )
     _game_arguments(parser)
     args = parser.parse_args(argv)
+    from ..coach.game import CoachedGame
+    from ..coach.terminal import Quit, play
+
     inp, out = inp or sys.stdin, out or sys.stdout
     try:
         rules, table, opponent = _setup(args, parser)
@@ -79,6 +80,7 @@ def play_main(argv: list[str] | None = None, inp: TextIO | None = None, out: Tex
 def _agent_table(name: str, rules: Rules, card: str) -> OptimalTable:
     """The turn-start values a look-ahead player searches against at ``card`` (its own, never the
     exact table), read for that card's turn."""
+    from ..coach.advice import parse_card
     from ..players import LookaheadPlayer
     from ..resolve import resolve_player
 
@@ -115,6 +117,9 @@ def advise_main(argv: list[str] | None = None) -> int:
     if args.top is not None and args.top < 1:
         parser.error(f"--top must be >= 1, got {args.top}")
     rules = rules_from_args(args, parser)
+    from ..coach.advice import Coach, format_choices, parse_card, parse_dice
+    from ..solver.cache import check_table_cache
+
     table = None
     try:
         if args.agent:
@@ -143,9 +148,6 @@ def advise_main(argv: list[str] | None = None) -> int:
 
 def serve_main(argv: list[str] | None = None) -> int:
     """Serve the game page on 127.0.0.1 until Ctrl-C."""
-    from .game import CoachedGame
-    from .server import CoachServer
-
     parser = VerbParser(
         prog="yahtzee-lightning serve",
         description="Play the coached game in a browser: a local page on 127.0.0.1 with clickable dice.",
@@ -155,6 +157,9 @@ def serve_main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port must be 0..65535, got {args.port}")
+    from ..coach.game import CoachedGame
+    from ..coach.server import CoachServer
+
     rules, table, opponent = _setup(args, parser)
 
     def new_game(seed: int | None) -> CoachedGame:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cli import (
+from .args import (
     MAX_BATCH,
     MAX_GAMES,
     MAX_PLAYERS,
@@ -15,73 +14,17 @@ from ..cli import (
     WHY_GAMES,
     WHY_PLAYERS,
     VerbParser,
+    add_rules_arguments,
     check_count,
     check_seed,
+    device_from_args,
     plain,
+    player_rules,
+    rules_from_args,
 )
 
 if TYPE_CHECKING:  # torch loads after parsing, so that --help answers at once
-    from ..game import Rules
-    from ..players import Player
-
-
-def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--joker", "--rules-joker", default=None, choices=["free", "forced", "off"], help="joker rule (default: free)"
-    )
-    parser.add_argument("--no-yahtzee-bonus", action="store_true", help="no +100 Yahtzee bonus (and no joker)")
-    parser.add_argument("--boxes", type=int, nargs="+", default=None, help="boxes in play (default: all 13)")
-
-
-def rules_from_args(
-    args: argparse.Namespace, parser: argparse.ArgumentParser | None = None, base: Rules | None = None
-) -> Rules:
-    """The rule variant of the command line: the rules flags given, over ``base`` (default: the
-    standard rules). With ``parser``, bad rules end as a usage error."""
-    from ..game import Rules
-
-    rules = (base or Rules()).to_dict()
-    if args.joker is not None:
-        rules["joker"] = args.joker
-    if args.no_yahtzee_bonus:
-        rules.update(joker="off", yahtzee_bonus=False)
-    if args.boxes:
-        rules["boxes"] = args.boxes
-    try:
-        return Rules.from_dict(rules)
-    except ValueError as e:
-        if parser is None:
-            raise
-        parser.error(str(e))
-
-
-def device_from_args(device: str, parser: argparse.ArgumentParser) -> str:
-    """``--device`` as given, or a usage error when it is not a device torch can use on this machine."""
-    import torch
-
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, ValueError) as e:
-        parser.error(f"--device {device!r} is not a device ({e})")
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        parser.error(f"--device {device}: CUDA is not available on this machine")
-    if dev.type == "cuda" and (dev.index or 0) >= torch.cuda.device_count():
-        parser.error(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
-    if dev.type == "mps" and not torch.backends.mps.is_available():
-        parser.error(f"--device {device}: MPS is not available on this machine")
-    return device
-
-
-def player_rules(player: Player, name: str, args: argparse.Namespace, parser: argparse.ArgumentParser) -> Rules:
-    """The rules to evaluate ``player`` under: its own (a trained agent's: those it was trained
-    under), which the rules flags may restate but not change: that is a usage error."""
-    wanted = rules_from_args(args, parser, base=player.rules)
-    if wanted != player.rules:
-        parser.error(
-            f"{name!r} was trained under rules {player.rules.tag()}, but the rules flags ask for {wanted.tag()}; "
-            "leave them out (--joker, --no-yahtzee-bonus, --boxes) to evaluate it under its own rules"
-        )
-    return wanted
+    pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     check_count(parser, "--players", args.players, 1, MAX_PLAYERS, WHY_PLAYERS)
     check_seed(args.seed, parser)
     if args.report:  # before the games are played: a file of the user's there is never overwritten
-        from .report import report_clashes
+        from ..evaluation.report import report_clashes
 
         if Path(args.report).is_symlink() or (Path(args.report).exists() and not Path(args.report).is_dir()):
             parser.error(f"--report {args.report}: not a folder (a file or a symbolic link is there)")
@@ -151,8 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     rules = rules_from_args(args, parser)
 
     from ..env.features import sees_opponents
-    from ..hub.cli import hub_failure
-    from ..hub.download import hub_errors
+    from ..hub.download import hub_errors, hub_failure
     from ..resolve import resolve_player
     from ..solver.cache import check_table_cache
 
@@ -175,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             f"but {args.agent!r} plays under {rules.tag()}"
         )
     if args.players >= 2:
-        from .match import format_match, play_matches
+        from ..evaluation.match import format_match, play_matches
 
         result = play_matches(
             player,
@@ -193,8 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2) if args.json else format_match(result))
         return 0
 
-    from .protocol import evaluate, to_json
-    from .report import format_text, write_report
+    from ..evaluation.protocol import evaluate, to_json
+    from ..evaluation.report import format_text, write_report
 
     result = evaluate(
         player,

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..cli import VerbParser, plain
-from ..evaluation.cli import add_rules_arguments, device_from_args, rules_from_args
+from .args import VerbParser, add_rules_arguments, device_from_args, plain, rules_from_args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,8 +15,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="solve again even if the table is cached")
     args = parser.parse_args(argv)
     rules = rules_from_args(args, parser)
-    from .cache import load_trusted, table_path
-    from .table import check_rules, solve
+    from ..solver.cache import load_trusted, table_path
+    from ..solver.table import check_rules, solve
 
     device = device_from_args(args.device, parser)
     path = Path(args.out) if args.out else table_path(rules)

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..cli import MAX_GAMES, WHY_GAMES, VerbParser, check_count, check_seed, plain
 from ..machine import describe_machine
+from .args import MAX_GAMES, WHY_GAMES, VerbParser, check_count, check_seed, plain
 
 #: The learning settings (``ValueSettings``' fields), each a flag and a YAML key, with what it sets.
 SETTINGS_HELP = {
@@ -61,9 +61,9 @@ def read_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
 def diagnostic(value, player, games: int, seed: int) -> dict[str, Any]:
     """The value against the exact table (a diagnostic, never a label): error over the turn starts of
     ``games`` fresh self-play games, and at the empty card."""
+    from ..players.lookahead import self_play_turns
     from ..solver import load_or_solve
     from ..solver.value import value_table
-    from .lookahead import self_play_turns
 
     exact = load_or_solve(player.rules, progress=False)
     learned = value_table(value, player.rules)
@@ -150,9 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     check_count(parser, "games", values.get("games", 1), 1, MAX_GAMES, WHY_GAMES)
     check_seed(values.get("seed", 0), parser)
 
-    from ..evaluation.cli import device_from_args
     from ..hub import YahtzeeAgent
-    from .lookahead import ValueSettings, learn_turn_value, lookahead_player
+    from ..players.lookahead import ValueSettings, learn_turn_value, lookahead_player
+    from .args import device_from_args
 
     device_from_args(args.device, parser)
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..cli import VerbParser, check_count, check_seed, plain
+from .args import VerbParser, check_count, check_seed, plain
 
 if TYPE_CHECKING:  # torch and TorchRL load after parsing, so that --help answers at once
     import torch
@@ -26,8 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     check_count(parser, "--games", args.games, 1, 1000, "every game's card is printed")
     check_seed(args.seed, parser)
-    from . import keys as K
-    from .yahtzee_env import YahtzeeEnv
+    from ..env import keys as K
+    from ..env.yahtzee_env import YahtzeeEnv
 
     env = YahtzeeEnv(args.games, seed=args.seed)
     final = env.rollout(3 * env.rules.n_turns)[..., -1]["next"]
