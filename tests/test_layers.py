@@ -40,7 +40,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("hub",),
     ("resolve", "gym.pettingzoo"),
     ("algorithms", "coach"),
-    ("study",),  # runs fit's LightningCLI (algorithms.lightning_cli) for every cell of a study
+    # A study: its file, cells, records and results table first; then running the cells (it runs
+    # fit's LightningCLI, algorithms.lightning_cli, for each) and judging the runs, side by side;
+    # then drawing the report from the judged numbers.
+    ("study",),
+    ("study.running", "study.judging"),
+    ("study.drawing",),
     # The verbs' one room (commands/, with the console script's dispatcher), on top: nothing imports it.
     # The package's __init__ (its lazy exports reach any layer) and gym/__init__ (it registers the
     # Gymnasium ids) sit with it.
@@ -164,7 +169,18 @@ def test_the_checks_see_what_they_must():
     assert "yahtzee_lightning.hub.agent" in GRAPH["yahtzee_lightning.hub"]  # a lazy export
     assert "yahtzee_lightning.players" in GRAPH["yahtzee_lightning.commands.args"]  # under TYPE_CHECKING
     assert "yahtzee_lightning.algorithms.host" in GRAPH["yahtzee_lightning.algorithms.collection"]  # the same
-    assert layer("yahtzee_lightning.commands.demo") > layer("yahtzee_lightning.study.runner")
+    assert layer("yahtzee_lightning.commands.demo") > layer("yahtzee_lightning.study.running.runner")
+
+
+def test_running_and_judging_a_study_do_not_import_each_other():
+    running, judging = f"{PACKAGE}.study.running", f"{PACKAGE}.study.judging"
+    crossing = sorted(
+        (m, t)
+        for m, targets in GRAPH.items()
+        for t in targets
+        if (m.startswith(running) and t.startswith(judging)) or (m.startswith(judging) and t.startswith(running))
+    )
+    assert not crossing, f"running and judging a study import each other: {crossing}"
 
 
 def test_every_verb_lives_in_the_commands_room():

@@ -1,6 +1,6 @@
 """The machine a measurement or a run happened on, described in one place.
 
-Benchmark results (``benchmarks/_common.py``), a study's sessions (``study/runner.py``) and a model
+Benchmark results (``benchmarks/_common.py``), a study's sessions (``study/running/runner.py``) and a model
 card's hardware line (``commands/hub.py``) all describe the machine with :func:`machine` (in words:
 :func:`describe_machine`), so that a number can be compared with another knowing both came from
 machines described the same way. torch is imported when asked, not when this module is.

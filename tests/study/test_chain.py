@@ -11,14 +11,15 @@ import yaml
 from safetensors.torch import load_file
 
 from yahtzee_lightning.algorithms.export import agent_from_checkpoint
-from yahtzee_lightning.study.aggregates import table_improvement
 from yahtzee_lightning.study.chain import scratch_twin, start_weights
-from yahtzee_lightning.study.claims import write_claims
-from yahtzee_lightning.study.context import Context, agents
-from yahtzee_lightning.study.report import beside_the_mean
+from yahtzee_lightning.study.drawing.aggregates import table_improvement
+from yahtzee_lightning.study.drawing.report import beside_the_mean
+from yahtzee_lightning.study.judging.claims import write_claims
+from yahtzee_lightning.study.judging.context import Context, agents
+from yahtzee_lightning.study.model import StudyError
 from yahtzee_lightning.study.results import load_plan, load_table
-from yahtzee_lightning.study.runner import plan_trials
-from yahtzee_lightning.study.spec import StudyError, load_study
+from yahtzee_lightning.study.running.runner import plan_trials
+from yahtzee_lightning.study.spec import load_study
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
@@ -73,7 +74,7 @@ def test_a_chained_cell_trains_a_trial_per_seed_after_its_source(chained):
     assert [t.seeds for t in chain] == [[0], [1]]  # each seed from its own agent: never an ensemble
     assert all(t.experiment == "cells" for t in trials if t not in chain)
     # Progress lines name a chained trial by where it starts, as the report's legends do (not "base").
-    from yahtzee_lightning.study.runner import _trial_labels
+    from yahtzee_lightning.study.running.runner import _trial_labels
 
     assert {_trial_labels(study)[t.name] for t in chain} == {"(transfer: fine-tuned from single-turn agents)"}
     # The same settings from a random start are another cell.
@@ -169,7 +170,7 @@ def test_each_chained_run_starts_from_its_own_seeds_source_agent(tmp_path, defau
 def test_a_stopped_experiment_keeps_the_chain_after_it_waiting(chained, tmp_path, monkeypatch):
     """A study stopped (a signal) in its first experiment does not go on to the chained one, whose
     sources have not finished; one whose trials failed (each with its error.txt) does."""
-    from yahtzee_lightning.study import runner
+    from yahtzee_lightning.study.running import runner
 
     study = load_study(chained)
     ran = []

@@ -15,12 +15,13 @@ import yaml
 from test_smoke_study import SMOKE, _study
 
 from yahtzee_lightning.commands.study import main
-from yahtzee_lightning.study import cluster as cluster_module
+from yahtzee_lightning.study.model import StudyError
 from yahtzee_lightning.study.results import _history as kept_history
 from yahtzee_lightning.study.results import load_plan
-from yahtzee_lightning.study.runner import run_study, trainable
-from yahtzee_lightning.study.spec import StudyError, load_study
-from yahtzee_lightning.study.trial import trial_config
+from yahtzee_lightning.study.running import cluster as cluster_module
+from yahtzee_lightning.study.running.runner import run_study, trainable
+from yahtzee_lightning.study.running.trial import trial_config
+from yahtzee_lightning.study.spec import load_study
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from yahtzee_lightning.study.context import legends
-from yahtzee_lightning.study.figures import label_ends, last_quarter_change
+from yahtzee_lightning.study.drawing.figures import label_ends, last_quarter_change
+from yahtzee_lightning.study.judging.context import legends
 
 
 def test_a_curve_s_change_over_its_last_quarter_says_whether_it_was_still_rising():
@@ -51,8 +51,8 @@ def test_a_curve_ends_at_the_final_evaluation_even_when_training_was_evaluated_a
     its caption said the final one: the final evaluation (more games) now stands for that point."""
     import pandas as pd
 
-    from yahtzee_lightning.study.context import Series
-    from yahtzee_lightning.study.figures import with_final
+    from yahtzee_lightning.study.drawing.figures import with_final
+    from yahtzee_lightning.study.judging.context import Series
 
     finals = pd.DataFrame(
         {"status": ["done", "done"], "seed": [0, 1], "games": [200, 200], "mean_score": [190.0, 192.0]}

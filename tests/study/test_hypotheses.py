@@ -9,8 +9,9 @@ import pytest
 import yaml
 
 from yahtzee_lightning.commands.study import main
-from yahtzee_lightning.study.runner import plan_trials
-from yahtzee_lightning.study.spec import StudyError, load_study
+from yahtzee_lightning.study.model import StudyError
+from yahtzee_lightning.study.running.runner import plan_trials
+from yahtzee_lightning.study.spec import load_study
 
 ROOT = Path(__file__).resolve().parents[2]
 FAITHFUL = ROOT / "conf" / "study" / "paper_faithful.yaml"
@@ -141,8 +142,8 @@ def test_members_per_trial_caps_a_pack(tmp_path):
 
 
 def test_a_report_before_any_run_finished_lists_the_hypotheses_it_will_test(tmp_path):
-    from yahtzee_lightning.study.report import write_report
-    from yahtzee_lightning.study.runner import prepare_folder
+    from yahtzee_lightning.study.drawing.report import write_report
+    from yahtzee_lightning.study.running.runner import prepare_folder
 
     study = load_study(FAITHFUL, "smoke")
     prepare_folder(study, tmp_path, force=False)

@@ -9,11 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from yahtzee_lightning.study import hypotheses
-from yahtzee_lightning.study.factorial import factorial_claims
-from yahtzee_lightning.study.results import DEAD_KEEP, collapse
-from yahtzee_lightning.study.spec import Ablation, Hypothesis
-from yahtzee_lightning.study.stats import (
+from yahtzee_lightning.study.hypothesis_file import Hypothesis
+from yahtzee_lightning.study.judging import hypotheses
+from yahtzee_lightning.study.judging.factorial import factorial_claims
+from yahtzee_lightning.study.judging.stats import (
     bootstrap,
     contrast,
     holm,
@@ -23,6 +22,8 @@ from yahtzee_lightning.study.stats import (
     probability_of_improvement,
     welch,
 )
+from yahtzee_lightning.study.model import Ablation
+from yahtzee_lightning.study.results import DEAD_KEEP, collapse
 
 
 def test_holm_multiplies_the_smallest_p_by_the_family_size_and_keeps_the_order():
@@ -147,7 +148,7 @@ def test_a_two_axis_ablation_is_analysed_as_a_factorial():
 def test_a_session_records_its_commit_and_the_report_names_runs_from_before_a_change(tmp_path):
     import time
 
-    from yahtzee_lightning.study.provenance import RESULT_CHANGES, provenance_lines
+    from yahtzee_lightning.study.judging.provenance import RESULT_CHANGES, provenance_lines
     from yahtzee_lightning.study.records import SESSIONS, git, log_session, read_lines
 
     log_session(tmp_path, "study run x", time.time(), 2, None, end=True)
@@ -188,7 +189,7 @@ def test_a_session_keeps_the_code_it_started_with_and_names_a_change_and_a_dirty
     assert (second["commit"], second["clean"]) == ("b" * 40, False)
     assert second["source_at_end"] == {"commit": "c" * 40, "clean": True}
     assert second["wall_clock_s"] is not None
-    from yahtzee_lightning.study.provenance import provenance_lines
+    from yahtzee_lightning.study.judging.provenance import provenance_lines
 
     lines = provenance_lines([first, second])
     assert sum("checkout changed while a session ran" in x for x in lines) == 1
@@ -200,7 +201,7 @@ def test_a_session_keeps_the_code_it_started_with_and_names_a_change_and_a_dirty
 
 
 def test_a_spread_needs_three_seeds_a_side():
-    from yahtzee_lightning.study.stats import spread
+    from yahtzee_lightning.study.judging.stats import spread
 
     assert math.isnan(spread([1.0, 9.0], [4.0, 5.0]).p)  # two seeds: both equally far from their median
     wide = spread([150.0, 200.0, 100.0, 210.0, 95.0, 205.0], [225.0, 226.0, 224.5, 225.5, 226.5, 224.0])
@@ -210,8 +211,8 @@ def test_a_spread_needs_three_seeds_a_side():
 def test_the_reports_first_lines_say_where_the_network_and_budget_are_smaller_than_the_papers():
     from pathlib import Path
 
-    from yahtzee_lightning.study.provenance import setting_lines
-    from yahtzee_lightning.study.spec import Cell
+    from yahtzee_lightning.study.judging.provenance import setting_lines
+    from yahtzee_lightning.study.model import Cell
 
     conf = Path(__file__).resolve().parents[2] / "conf"
     small = {"model.init_args.d_h": 128, "model.init_args.n_layers": 2}

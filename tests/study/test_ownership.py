@@ -13,8 +13,10 @@ import pytest
 import yaml
 
 from yahtzee_lightning.manifest import Manifest
-from yahtzee_lightning.study import ownership, runner
-from yahtzee_lightning.study.spec import StudyError, load_study
+from yahtzee_lightning.study import ownership
+from yahtzee_lightning.study.model import StudyError
+from yahtzee_lightning.study.running import runner
+from yahtzee_lightning.study.spec import load_study
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -178,7 +180,7 @@ def test_t1s_fresh_games_cache_is_keyed_by_the_checkpoint_it_played(tmp_path, mo
     import lightning as L
 
     from yahtzee_lightning.algorithms import Reinforce
-    from yahtzee_lightning.study import tables
+    from yahtzee_lightning.study.drawing import tables
     from yahtzee_lightning.study.records import read_record
     from yahtzee_lightning.study.results import Trial
 

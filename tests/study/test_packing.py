@@ -10,8 +10,9 @@ import pytest
 import yaml
 from test_smoke_study import ROOT, SMOKE, _finish, _study
 
-from yahtzee_lightning.study.runner import _payloads, plan_trials, prepare_folder
-from yahtzee_lightning.study.spec import StudyError, load_study
+from yahtzee_lightning.study.model import StudyError
+from yahtzee_lightning.study.running.runner import _payloads, plan_trials, prepare_folder
+from yahtzee_lightning.study.spec import load_study
 
 TINY = {**yaml.safe_load(SMOKE.read_text())["profiles"]["smoke"]["set"], "model.init_args.final_eval_games": 40}
 STUDY = {
@@ -83,8 +84,8 @@ def _t1_plays_each_packed_cells_own_members(out) -> None:
     from yahtzee_lightning.algorithms.export import agent_from_checkpoint
     from yahtzee_lightning.algorithms.resume import last_checkpoint
     from yahtzee_lightning.evaluation import evaluate
-    from yahtzee_lightning.study.context import Context
-    from yahtzee_lightning.study.tables import FRESH_SEED, fresh_scores
+    from yahtzee_lightning.study.drawing.tables import FRESH_SEED, fresh_scores
+    from yahtzee_lightning.study.judging.context import Context
 
     ctx = Context(out)
     series = {s.cell: s for s in ctx.all_series(list(STUDY["ablations"]))}

@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 
 from yahtzee_lightning.commands.study import main
-from yahtzee_lightning.study import hypotheses
+from yahtzee_lightning.study.judging import hypotheses
+from yahtzee_lightning.study.model import StudyError
 from yahtzee_lightning.study.results import TABLE
-from yahtzee_lightning.study.runner import prepare_folder
-from yahtzee_lightning.study.spec import StudyError, load_study
+from yahtzee_lightning.study.running.runner import prepare_folder
+from yahtzee_lightning.study.spec import load_study
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,6 +1,6 @@
 """A study's progress between a trial's start and end: a line an interval, from its evaluations."""
 
-from yahtzee_lightning.study import runner
+from yahtzee_lightning.study.running import runner
 
 
 class Clock:

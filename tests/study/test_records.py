@@ -6,8 +6,8 @@ import logging
 import pandas as pd
 import pytest
 
+from yahtzee_lightning.study.model import StudyError
 from yahtzee_lightning.study.records import final_text, read_final
-from yahtzee_lightning.study.spec import StudyError
 
 
 def test_final_json_edited_or_truncated_is_named_and_not_used(tmp_path, caplog):
@@ -58,9 +58,9 @@ def test_the_reports_fresh_game_cache_and_the_weights_it_plays_are_checked(tmp_p
     import torch
 
     from yahtzee_lightning.algorithms import Reinforce
+    from yahtzee_lightning.study.drawing.tables import FRESH, fresh_scores
+    from yahtzee_lightning.study.model import StudyError
     from yahtzee_lightning.study.results import Trial
-    from yahtzee_lightning.study.spec import StudyError
-    from yahtzee_lightning.study.tables import FRESH, fresh_scores
 
     run = tmp_path / "runs" / "c-s0"
     tiny = {"d_h": 16, "n_layers": 1, "head_hidden": 16, "evaluations": 1, "eval_games": 2, "final_eval_games": 0}
@@ -92,8 +92,8 @@ def test_the_reports_fresh_game_cache_and_the_weights_it_plays_are_checked(tmp_p
 
 def test_a_committed_reports_edited_reference_json_is_refused(tmp_path, caplog):
     from yahtzee_lightning.digest import record_sha256
-    from yahtzee_lightning.study.context import references
-    from yahtzee_lightning.study.spec import StudyError
+    from yahtzee_lightning.study.judging.context import references
+    from yahtzee_lightning.study.model import StudyError
 
     path = tmp_path / "reference.json"  # a report's committed copy: no run folders to compute it again
     ref = {"key": {"games": 4, "seed": 0}, "greedy": {"score": {"mean": 190.2}}}
@@ -126,8 +126,8 @@ def test_a_committed_results_table_that_was_edited_is_refused(tmp_path, caplog):
 
 def test_a_damaged_or_edited_study_plan_is_one_line_naming_it(tmp_path):
     from yahtzee_lightning.digest import record_sha256
+    from yahtzee_lightning.study.model import StudyError
     from yahtzee_lightning.study.results import load_plan
-    from yahtzee_lightning.study.spec import StudyError
 
     plan = tmp_path / "study.json"
     for text, why in (

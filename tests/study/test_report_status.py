@@ -3,8 +3,8 @@
 import json
 from pathlib import Path
 
-from yahtzee_lightning.study.report import write_report
-from yahtzee_lightning.study.runner import prepare_folder
+from yahtzee_lightning.study.drawing.report import write_report
+from yahtzee_lightning.study.running.runner import prepare_folder
 from yahtzee_lightning.study.spec import load_study
 
 SMOKE = Path(__file__).resolve().parents[2] / "conf" / "study" / "smoke.yaml"

@@ -6,9 +6,9 @@ import lightning as L
 import torch
 
 from yahtzee_lightning.algorithms import A2C
-from yahtzee_lightning.study.claims import RULE
+from yahtzee_lightning.study.judging.claims import RULE
 from yahtzee_lightning.study.results import SATURATED_LOGIT, _eval_columns, collapse
-from yahtzee_lightning.study.trial import HISTORY, LatestMetrics, StudyRecorder
+from yahtzee_lightning.study.running.trial import HISTORY, LatestMetrics, StudyRecorder
 
 
 def test_a_tiny_run_driven_into_saturation_is_named_collapsed(tmp_path):

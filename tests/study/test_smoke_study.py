@@ -111,7 +111,7 @@ def test_the_smoke_study_runs_is_killed_resumes_and_reports(tmp_path, default_ta
 
 def _a_report_of_the_finished_cells_names_the_pending_ones(out: Path, partial: Path) -> None:
     """A copy of the killed study (no checkpoints, no Ray folder) reports what is finished, names what is not."""
-    from yahtzee_lightning.study.report import write_report
+    from yahtzee_lightning.study.drawing.report import write_report
 
     shutil.copytree(out, partial, ignore=shutil.ignore_patterns("ray", "*.ckpt"))
     index = write_report(partial).read_text()
@@ -183,7 +183,7 @@ def _the_report_says_what_it_shows(out: Path, finals: pd.DataFrame) -> None:
     copy.mkdir()
     for name in ("study.json", "results.csv", "results.sha256", "reference.json"):
         shutil.copy(out / name, copy / name)
-    from yahtzee_lightning.study.report import write_report
+    from yahtzee_lightning.study.drawing.report import write_report
 
     write_report(copy)
     assert "no weights" in (copy / "report" / "T1.md").read_text()
@@ -238,7 +238,7 @@ def test_population_based_training_perturbs_the_worst_and_is_set_against_fixed_s
     # conf/study/pbt.yaml with a population of 4 (its worst quarter is one member), not 8: PBT pauses
     # and restarts trials, each a fresh process, and 8 members on 2 cores take three times as long.
     # A Ray slot for each member (--cpus 4 on 2 cores): the population fits, so no member is paused
-    # to let another run (study/schedulers.py), each pause a fresh process (146 s with 2 slots).
+    # to let another run (study/running/schedulers.py), each pause a fresh process (146 s with 2 slots).
     study = yaml.safe_load((ROOT / "conf" / "study" / "pbt.yaml").read_text())
     study["base"] = str(ROOT / study["base"])
     study["ablations"]["population"]["seeds"] = [0, 1, 2, 3]

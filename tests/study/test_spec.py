@@ -10,10 +10,11 @@ import torch
 import yaml
 
 from yahtzee_lightning.commands.study import main
-from yahtzee_lightning.study.context import pareto_front
-from yahtzee_lightning.study.runner import plan_trials, prepare_folder
-from yahtzee_lightning.study.spec import EXHIBIT_IDS, StudyError, load_study
-from yahtzee_lightning.study.trial import retune, trial_config
+from yahtzee_lightning.study.drawing.canvas import pareto_front
+from yahtzee_lightning.study.model import StudyError
+from yahtzee_lightning.study.running.runner import plan_trials, prepare_folder
+from yahtzee_lightning.study.running.trial import retune, trial_config
+from yahtzee_lightning.study.spec import EXHIBIT_IDS, load_study
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = str(ROOT / "conf" / "a2c_cpu.yaml")
@@ -212,8 +213,8 @@ def test_force_on_a_folder_that_holds_no_study_deletes_nothing(tmp_path):
 
 def test_a_report_never_deletes_a_users_file_in_its_folder(tmp_path, capsys, monkeypatch):
     from yahtzee_lightning.manifest import Manifest
-    from yahtzee_lightning.study import stats
-    from yahtzee_lightning.study.report import write_report
+    from yahtzee_lightning.study.drawing.report import write_report
+    from yahtzee_lightning.study.judging import stats
 
     # What is at stake is the files, not the intervals: a few bootstrap draws (2,000 take minutes here).
     monkeypatch.setattr(stats.bootstrap, "__kwdefaults__", {**stats.bootstrap.__kwdefaults__, "reps": 20})
@@ -271,7 +272,7 @@ def test_pbt_pauses_a_member_only_where_the_population_does_not_fit_its_slots(mo
     member has a slot the waiting one starts anyway, and the pause would cost a fresh process."""
     from ray.tune.schedulers import PopulationBasedTraining, TrialScheduler
 
-    from yahtzee_lightning.study.schedulers import scheduler
+    from yahtzee_lightning.study.running.schedulers import scheduler
 
     spec = {
         "name": "pbt",

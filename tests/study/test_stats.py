@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from yahtzee_lightning.study.claims import ordering_claims
-from yahtzee_lightning.study.context import Series, bounds, stat
-from yahtzee_lightning.study.factorial import RESOLVED_NOT
-from yahtzee_lightning.study.stats import BOOTSTRAP, against, interval, method_text, t_quantile, welch
+from yahtzee_lightning.study.judging.claims import ordering_claims
+from yahtzee_lightning.study.judging.context import Series, bounds, stat
+from yahtzee_lightning.study.judging.factorial import RESOLVED_NOT
+from yahtzee_lightning.study.judging.stats import BOOTSTRAP, against, interval, method_text, t_quantile, welch
 
 
 def _t_cdf_by_integration(x: float, df: int, steps: int = 200_000) -> float:
@@ -95,7 +95,7 @@ def test_a_claim_whose_interval_holds_0_is_not_resolved_at_this_n():
 
 
 def test_a_tiny_p_value_is_reported_not_rounded_to_zero():
-    from yahtzee_lightning.study.stats import against
+    from yahtzee_lightning.study.judging.stats import against
 
     c = against([0.0001, 0.0002, 0.0, 0.0001, 0.0, 0.0003], 0.249)  # six seeds far below a claimed rate
     assert 0 < c.p < 1e-12 and "p = 0)" not in c.text(3)

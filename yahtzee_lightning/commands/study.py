@@ -73,37 +73,37 @@ def main(argv: list[str] | None = None) -> int:
             check_count(run, "--retries", args.retries, 0, 100, "a trial that died 100 times will not finish")
     try:
         if args.verb == "report":
-            from ..study.report import write_report
+            from ..study.drawing.report import write_report
 
             index = write_report(Path(args.dir), force=args.force)
             print(f"report: {index}")
             return 0
         if getattr(args, "address", None):
-            from ..study.cluster import check_address
+            from ..study.running.cluster import check_address
 
             check_address(args.address)  # at once, before the study file's cells are parsed
         study = load_study(args.file, args.profile, getattr(args, "gpus_per_trial", None))
         if getattr(args, "no_pack", False):
             study.pack = False
-        from ..study.validate import check_settings
+        from ..study.running.validate import check_settings
 
         check_settings(study)  # before check passes or run starts anything
         if args.verb == "check":
-            from ..study.packing import check_required
+            from ..study.running.packing import check_required
 
             check_required(study)
             if args.out:
-                from ..study.preregistration import check_preregistered
+                from ..study.running.preregistration import check_preregistered
 
                 check_preregistered(study, Path(args.out))
             print(describe(study))
             return 0
-        from ..study.runner import run_study
+        from ..study.running.runner import run_study
 
         command = shlex.join(["yahtzee-lightning", "study", *argv])
         code = run_study(study, args.out, args.address, args.cpus, args.force, command=command, retries=args.retries)
         if args.report:
-            from ..study.report import write_report
+            from ..study.drawing.report import write_report
 
             print(f"report: {write_report(Path(args.out), force=True)}")
         return code

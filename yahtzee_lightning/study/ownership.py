@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..manifest import FolderBusy, Manifest, folder_lock
-from .spec import StudyError
+from .model import StudyError
 
 REPORT = "report"  # the report's folder: its own manifest (``study report`` writes it)
 _SESSION: Manifest | None = None  # the running session's manifest (the progress callback sweeps it)

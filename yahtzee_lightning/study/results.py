@@ -20,8 +20,8 @@ from typing import Any
 import pandas as pd
 
 from .hypothesis_file import REFERENCE_METRICS
+from .model import Study, StudyError
 from .records import LOG, PLAN, read_final, read_lines, read_record
-from .spec import Study, StudyError
 
 TABLE = "results.csv"
 #: ``results.csv``'s sha256, in ``sha256sum`` format: a report drawn from the table alone (a committed

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,8 @@ import yaml
 
 from .chain import ID_KEY, check_networks, resolve_start
 from .fit_config import accepts_ensemble, cell_id, compose, parse_fit_config, value_label
-from .hypothesis_file import Hypothesis, parse_hypotheses
+from .hypothesis_file import parse_hypotheses
+from .model import Ablation, Cell, Study, StudyError
 
 #: Every exhibit a study can ask for (report.py draws each): the single-turn task (S), the full
 #: game (F), the tables (T), per-agent profiles of play (P), population-based training (B), the
@@ -46,88 +46,9 @@ SCHEDULERS = ("asha", "pbt")
 SEEDS_AS = ("auto", "runs", "members")
 TOP_KEYS = {"name", "description", "base", "seeds", "set", "profiles", "ablations", "exhibits", "seeds_as"}
 TOP_KEYS |= {"gpus_per_trial", "pack", "hypotheses", "members_per_trial"}
-POOL = "cells"  # the experiment of the ablations that are neither scheduled nor chained
 ABLATION_KEYS = {"base", "set", "seeds", "axes", "scheduler", "start_from"}
 PROFILE_KEYS = {"base", "set", "seeds", "axes", "gpus_per_trial", "members_per_trial"}
 SCHEDULER_KEYS = {"name", "metric", "mode", "grace_period", "reduction_factor", "perturbation_interval", "mutations"}
-
-
-class StudyError(ValueError):
-    """A study file or results folder that cannot be used; the message is one line naming the file and key."""
-
-
-@dataclass
-class Cell:
-    """One configuration: a base config file and the dotted keys set on it (seeds apart)."""
-
-    id: str
-    base: str
-    overrides: dict[str, Any]
-    algorithm: str = ""
-    task: str = "full_game"
-    total_games: int = 0
-    evaluations: int = 0
-    eval_games: int = 0
-    final_eval_games: int = 0
-    accepts_ensemble: bool = False
-    gae_lambda: float | None = None  # the advantage's lambda (None: the algorithm has none), for legends
-    start_from: str | None = None  # the cell whose agents this one's start from (chain.py), seed by seed
-
-
-@dataclass
-class Ablation:
-    """Cells varied along some axes, each cell with its label per axis."""
-
-    name: str
-    axes: list[str]
-    cells: list[tuple[str, dict[str, str]]]
-    seeds: list[int]
-    scheduler: dict[str, Any] | None = None
-    start_from: str | None = None  # the cell its agents start from (chain.py)
-
-    @property
-    def experiment(self) -> str:
-        """The Ray experiment its trials run in: the shared pool, or its own (scheduled or chained)."""
-        return self.name if self.scheduler or self.start_from else POOL
-
-
-@dataclass
-class Study:
-    """A study file expanded for one profile: its cells, ablations and exhibits."""
-
-    name: str
-    path: str
-    profile: str
-    description: str
-    seeds_as: str
-    pack: bool | list[str] = True  # packing.py: cells that can share an ensemble run as one trial
-    cells: dict[str, Cell] = field(default_factory=dict)
-    ablations: dict[str, Ablation] = field(default_factory=dict)
-    exhibits: dict[str, list[str]] = field(default_factory=dict)
-    gpus_per_trial: float = 0.0  # the share of one GPU each trial asks Ray for (0: CPU only)
-    members_per_trial: int = 0  # the most members one trial trains (0: a cell's seeds, or a pack, whole)
-    hypotheses: dict[str, Hypothesis] = field(default_factory=dict)  # the confirmatory tests, as written down
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Study:
-        study = cls(**{k: v for k, v in data.items() if k not in ("cells", "ablations", "hypotheses")})
-        study.hypotheses = {k: Hypothesis(**v) for k, v in data.get("hypotheses", {}).items()}
-        study.cells = {k: Cell(**v) for k, v in data["cells"].items()}
-        study.ablations = {
-            k: Ablation(**{**v, "cells": [tuple(c) for c in v["cells"]]}) for k, v in data["ablations"].items()
-        }
-        return study
-
-    def members(self) -> list[tuple[str, int]]:
-        """Every (cell, seed) the study trains, each once."""
-        seen: dict[tuple[str, int], None] = {}
-        for ab in self.ablations.values():
-            for cid, _ in ab.cells:
-                seen.update(dict.fromkeys((cid, s) for s in ab.seeds))
-        return list(seen)
 
 
 class _Reader:

@@ -10,8 +10,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .records import PLAN, read_record
-from .spec import StudyError
+from ..model import StudyError
+from ..records import PLAN, read_record
 
 
 def check_preregistered(study: Any, out: Path) -> None:

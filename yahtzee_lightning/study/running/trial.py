@@ -26,14 +26,14 @@ import torch
 import yaml
 from lightning.pytorch.loggers import Logger
 
-from ..algorithms.checkpoint import is_run_checkpoint
-from ..algorithms.resume import checkpoint_digest, load_checked
-from ..manifest import Manifest
-from .chain import start_weights
+from ...algorithms.checkpoint import is_run_checkpoint
+from ...algorithms.resume import checkpoint_digest, load_checked
+from ...manifest import Manifest
+from ..chain import start_weights
+from ..fit_config import compose
+from ..model import Cell
+from ..records import digested_text, final_text, read_final
 from .cluster import on_gpu, where
-from .fit_config import compose
-from .records import digested_text, final_text, read_final
-from .spec import Cell
 
 HISTORY, FINAL, ERROR, LOG = "history.jsonl", "final.json", "error.txt", "fit.log"
 #: Training metrics kept with each evaluation (the latest logged update's value), without their
@@ -125,7 +125,7 @@ class LatestMetrics(Logger):
 
 def single_turn_score(module: L.LightningModule, episodes: int, seed: int) -> float:
     """Mean points of the module's greedy policy in single turns (NaN for a module without one)."""
-    from ..evaluation import play_single_turns
+    from ...evaluation import play_single_turns
 
     if not hasattr(module, "player") or module.hparams.get("n_players", 1) > 1:
         return float("nan")
@@ -313,7 +313,7 @@ def run_trial(config: dict[str, Any], trials: dict[str, dict[str, Any]] | None =
     """
     from ray import tune
 
-    from ..algorithms.lightning_cli import run_cli
+    from ...algorithms.lightning_cli import run_cli
 
     torch.set_num_threads(1)
     name = tune.get_context().get_trial_name()

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..hypothesis_file import Hypothesis, cell_label, earlier_folder
+from ..results import load_plan, load_table
 from .context import Context, bounds
-from .hypothesis_file import Hypothesis, cell_label, earlier_folder
-from .results import load_plan, load_table
 from .stats import Comparison, against, holm, paired, spread, welch
 
 ALPHA = 0.05

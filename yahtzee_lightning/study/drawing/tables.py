@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..algorithms.resume import last_checkpoint
-from ..manifest import file_sha256
-from .context import (
+from ...algorithms.resume import last_checkpoint
+from ...manifest import file_sha256
+from ..judging.context import (
     THRESHOLD_COLUMNS,
     Context,
     Series,
@@ -23,9 +23,9 @@ from .context import (
     reference_columns,
     reference_rows,
 )
-from .records import digested_text, read_record
-from .spec import StudyError
-from .stats import paired
+from ..judging.stats import paired
+from ..model import StudyError
+from ..records import digested_text, read_record
 
 FRESH = "fresh.json"  # T1's re-evaluations on fresh games, by member (cached in the study folder)
 FRESH_SEED = 15_485_863  # added to a member's seed: games that neither its evaluations nor its final one played
@@ -53,9 +53,9 @@ def fresh_scores(ctx: Context, s: Series) -> pd.DataFrame:
     study folder holds no weights (a report's committed copy), what the cache kept of them, else
     nothing. Cached in ``OUT/fresh.json``, keyed
     by the checkpoint's sha256 too: a run trained again is played again (its old entry dropped)."""
-    from ..algorithms.export import agent_from_checkpoint
-    from ..evaluation import evaluate
-    from ..hub import AgentError
+    from ...algorithms.export import agent_from_checkpoint
+    from ...evaluation import evaluate
+    from ...hub import AgentError
 
     path = ctx.out / FRESH
     cache = read_record(path, "computed again") or {}

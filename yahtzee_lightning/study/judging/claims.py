@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..chain import scratch_twin
+from ..results import COLLAPSE_WINDOW, DEAD_VALUE, FALLEN, NARROW_KEEP, SATURATED_LOGIT
 from . import hypotheses
-from .chain import scratch_twin
 from .context import Context, Series, agents, collapsed, markdown_table
 from .factorial import factorial_claims, verdict
-from .results import COLLAPSE_WINDOW, DEAD_VALUE, FALLEN, NARROW_KEEP, SATURATED_LOGIT
 from .stats import against, paired, welch
 
 PENDING = "pending: not judged"

@@ -15,13 +15,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..game import BOX_NAMES
-from ..manifest import MANIFEST, Manifest, file_sha256
-from ..replace import replacing
-from .aggregates import draw_profiles, table_aggregates, table_improvement
-from .chain import scratch_twin
-from .claims import write_claims
-from .context import (
+from ...game import BOX_NAMES
+from ...manifest import MANIFEST, Manifest, file_sha256
+from ...replace import replacing
+from ..chain import scratch_twin
+from ..judging.claims import write_claims
+from ..judging.context import (
     KEY_BOXES,
     LOWER,
     REFERENCE,
@@ -29,7 +28,14 @@ from .context import (
     Context,
     Exhibit,
 )
-from .factorial import draw_factorial
+from ..judging.provenance import provenance_lines, setting_lines
+from ..judging.stats import BOOTSTRAP
+from ..model import Study, StudyError
+from ..ownership import REPORT, locked
+from ..records import SESSIONS, read_lines
+from ..spec import EXHIBIT_IDS
+from .aggregates import draw_profiles, table_aggregates, table_improvement
+from .factorial_figure import draw_factorial
 from .figures import (
     draw_agent_bars,
     draw_bars,
@@ -38,11 +44,6 @@ from .figures import (
     draw_population,
     draw_regret,
 )
-from .ownership import REPORT, locked
-from .provenance import provenance_lines, setting_lines
-from .records import SESSIONS, read_lines
-from .spec import EXHIBIT_IDS, Study, StudyError
-from .stats import BOOTSTRAP
 from .tables import (
     FRESH,
     table_distribution,

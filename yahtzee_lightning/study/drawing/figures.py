@@ -11,22 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from ..game import BOX_NAMES
-from .context import (
-    Context,
-    Series,
-    agents,
-    best_member,
-    collapsed,
-    curve,
-    new_figure,
-    pareto_front,
-    percent,
-    reference_columns,
-    reference_lines,
-    save_figure,
-    stat,
-)
+from ...game import BOX_NAMES
+from ..judging.context import Context, Series, agents, best_member, collapsed, curve, percent, reference_columns, stat
+from .canvas import new_figure, pareto_front, reference_lines, save_figure
 
 
 def draw_curves(metric: str, ylabel: str, refs: bool = True) -> Callable[[Context, list[str], Path], int]:

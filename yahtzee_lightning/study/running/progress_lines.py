@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..progress import line_interval
-from .ownership import beat
+from ...progress import line_interval
+from ..ownership import beat
 
 
 class Progress:

@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..digest import record_sha256
-from ..game import BOX_NAMES
-from ..game.rules import UPPER_BONUS
-from .chain import chain_label
-from .records import digested_text, read_record
-from .results import load_plan, load_table, optimal_summary
-from .results import reference_columns as reference_columns_of
-from .spec import Cell, Study, StudyError
+from ...digest import record_sha256
+from ...game import BOX_NAMES
+from ...game.rules import UPPER_BONUS
+from ..chain import chain_label
+from ..model import Cell, Study, StudyError
+from ..records import digested_text, read_record
+from ..results import load_plan, load_table, optimal_summary
+from ..results import reference_columns as reference_columns_of
 from .stats import Interval, interval, method_text
 
 UPPER, LOWER = BOX_NAMES[:6], BOX_NAMES[6:]
@@ -145,7 +145,7 @@ def legends(axes: list[str], labels: list[str], recipes: list[str]) -> list[str]
 @cache
 def box_maxima() -> dict[str, float]:
     """The most a box can score (from the game's score table, jokers included), by name."""
-    from ..game.tables import tables
+    from ...game.tables import tables
 
     top = tables("cpu").score_rows.amax(0)
     return {BOX_NAMES[b]: float(top[b]) for b in range(len(BOX_NAMES))}
@@ -219,9 +219,9 @@ def references(out: Path, study: Study) -> dict[str, Any]:
     key = {"games": optimal["games"], "seed": optimal.get("final_seed"), "optimal": record_sha256(optimal)}
     if (cached := read_record(path, "computed again")) is not None and cached.get("key") == key:
         return cached
-    from ..evaluation import evaluate, play_single_turns
-    from ..game import Rules
-    from ..players import GreedyPlayer, OptimalPlayer
+    from ...evaluation import evaluate, play_single_turns
+    from ...game import Rules
+    from ...players import GreedyPlayer, OptimalPlayer
 
     rules, seed = Rules(), key["seed"] or 0
     greedy = evaluate(GreedyPlayer(rules), key["games"], seed, rules, with_optimal=False, regret=True)["summary"]
@@ -248,9 +248,9 @@ def with_greedy(out: Path, ref: dict[str, Any], table: pd.DataFrame) -> pd.DataF
     cached = ref.setdefault("greedy_by_seed", {})
     missing = [k for k in keys if k not in cached]
     if missing and (out / "runs").is_dir():
-        from ..evaluation import evaluate
-        from ..game import Rules
-        from ..players import GreedyPlayer
+        from ...evaluation import evaluate
+        from ...game import Rules
+        from ...players import GreedyPlayer
 
         rules = Rules()
         for k in missing:
@@ -269,65 +269,6 @@ def with_greedy(out: Path, ref: dict[str, Any], table: pd.DataFrame) -> pd.DataF
 def _games_key(seed: float, games: float) -> str:
     """A final evaluation's games, as ``reference.json`` names them: their seed and number."""
     return f"{int(seed)}#{int(games)}"
-
-
-def reference_lines(ax: Any, ctx: Context, metric: str, horizontal: bool = True) -> list[float]:
-    """The optimum and the greedy player as dashed lines at their value of ``metric`` (in % for a
-    rate); returns the values drawn. In single turns the greedy player is the exact optimum, and
-    the optimal full-game player gives points up for later turns: the legend says which is which."""
-    ref = ctx.reference
-    if not ref:
-        return []
-    values = {
-        "mean_score": (ref["optimal"]["exact_expected_score"], ref["greedy"]["score"]["mean"]),
-        "upper_bonus_rate": (ref["optimal"]["upper_bonus_rate"], ref["greedy"]["upper_bonus_rate"]),
-        "yahtzee_rate": (ref["optimal"]["yahtzee_rate"], ref["greedy"]["yahtzee_rate"]),
-        "single_turn_score": (ref["single_turn"]["optimal"], ref["single_turn"]["greedy"]),
-    }
-    if metric not in values:
-        return []
-    opt, greedy = (v * percent(metric) for v in values[metric])
-    line = ax.axhline if horizontal else ax.axvline
-    if metric == "single_turn_score":
-        names = "optimal full-game player", "greedy player = single-turn optimum"
-    else:
-        names = "optimal player" + (" (exact)" if metric == "mean_score" else ""), "greedy player"
-    line(opt, color="black", linestyle="--", linewidth=1, label=f"{names[0]} {opt:.3g}")
-    line(greedy, color="grey", linestyle=":", linewidth=1.5, label=f"{names[1]} {greedy:.3g}")
-    return [opt, greedy]
-
-
-def new_figure(width: float = 8, height: float = 4.5, ncols: int = 0) -> tuple[Any, Any]:
-    """A figure and its axes (a list of ``ncols`` panels when ``ncols`` is given)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, max(ncols, 1), figsize=(width, height), squeeze=False)
-    return fig, list(axes[0]) if ncols else axes[0][0]
-
-
-def save_figure(fig: Any, path: Path) -> None:
-    """Save as PNG, with what the figure says written into the file's text (``Legend``: every
-    legend entry; ``Axes``: each panel's labels and limits), so that a test or a script can read it."""
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    legend = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
-    axes = [
-        f"x={ax.get_xlabel()} {tuple(round(v, 3) for v in ax.get_xlim())}; "
-        f"y={ax.get_ylabel()} {tuple(round(v, 3) for v in ax.get_ylim())}"
-        for ax in fig.axes
-    ]
-    fig.savefig(path, dpi=100, metadata={"Legend": " | ".join(legend), "Axes": " | ".join(axes)})
-    plt.close(fig)
-
-
-def pareto_front(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """The points no other point beats on both coordinates (higher is better), by the first coordinate."""
-    front = [p for p in points if not any(q != p and q[0] >= p[0] and q[1] >= p[1] for q in points)]
-    return sorted(front)
 
 
 def agents(ctx: Context, ablations: list[str]) -> list[Series]:

@@ -23,10 +23,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .fit_config import compose, model_class
-from .hypothesis_file import cell_label
-from .results import Trial
-from .spec import Cell, Study, StudyError
+from ..fit_config import compose, model_class
+from ..hypothesis_file import cell_label
+from ..model import Cell, Study, StudyError
+from ..results import Trial
 
 #: Config keys that a study sets for every trial itself (the seeds): never a reason to keep cells apart.
 SEED_KEYS = ("seed_everything", "model.init_args.seed")

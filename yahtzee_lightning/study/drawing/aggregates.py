@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .chain import scratch_twin
-from .context import Context, Series, collapsed, markdown_table, new_figure, reference_lines, save_figure
-from .stats import bootstrap, iqm, performance_profile, probability_of_improvement
+from ..chain import scratch_twin
+from ..judging.context import Context, Series, collapsed, markdown_table
+from ..judging.stats import bootstrap, iqm, performance_profile, probability_of_improvement
+from .canvas import new_figure, reference_lines, save_figure
 
 
 def _done_finals(s: Series) -> pd.DataFrame:

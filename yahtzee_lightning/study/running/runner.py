@@ -19,17 +19,17 @@ from typing import Any
 
 from ray import tune
 
-from ..manifest import META, Manifest
-from .chain import chain_label, source_of
+from ...manifest import META, Manifest
+from ..chain import chain_label, source_of
+from ..model import POOL, Cell, Study, StudyError
+from ..ownership import REPORT, beat, owned, study_session
+from ..records import digested_text, log_session, read_final
+from ..results import PLAN, Trial, read_plan, write_table
 from .cluster import CLUSTER_RETRIES, check_address, check_nodes, trial_resources
-from .ownership import REPORT, beat, owned, study_session
 from .packing import ensemble_of, pack_trials
 from .preregistration import check_preregistered
 from .progress_lines import Progress
-from .records import digested_text, log_session, read_final
-from .results import PLAN, Trial, read_plan, write_table
 from .schedulers import scheduler
-from .spec import POOL, Cell, Study, StudyError
 
 
 def seeds_per_trial(study: Study, cell: Cell, seeds: list[int], scheduled: bool = False) -> list[list[int]]:

@@ -3,7 +3,7 @@ starts anything): counts of games below what training and evaluation need, seeds
 
 from __future__ import annotations
 
-from .spec import Study, StudyError
+from ..model import Study, StudyError
 
 SEED_MAX = 2**32 - 1  # numpy's and torch's seeds
 

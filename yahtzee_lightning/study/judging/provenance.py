@@ -8,9 +8,9 @@ import calendar
 import time
 from pathlib import Path
 
+from ..fit_config import compose
+from ..records import git
 from .context import Context
-from .fit_config import compose
-from .records import git
 
 #: Commits that changed what a run learns: runs trained before one of them are named in the report.
 RESULT_CHANGES = {

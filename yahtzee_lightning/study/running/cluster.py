@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .spec import StudyError
+from ..model import StudyError
 
 ANSWER_TIMEOUT_S = 5.0  # for the address to accept a connection
 PROBE_TIMEOUT_S = 120.0  # for every node's check (a node may have to start a Python worker first)
@@ -96,7 +96,7 @@ def check_nodes(out: Path, files: list[str], timeout: float = PROBE_TIMEOUT_S) -
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from .._version import __version__
+    from ..._version import __version__
 
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     out.mkdir(parents=True, exist_ok=True)
