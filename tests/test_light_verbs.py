@@ -4,6 +4,7 @@ heavy parts load after the arguments parse (the verbs' room, yahtzee_lightning/c
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -37,3 +38,40 @@ def test_every_verb_answers_help_before_loading_anything_heavy():
     loaded = {verb: modules for verb, (modules, _) in found.items() if modules}
     assert not loaded, f"--help loaded heavy modules: {loaded}"
     assert all(usage for _, usage in found.values()), found
+
+
+HUB_PROBE = """
+import contextlib, importlib, io, json, sys
+heavy = {heavy!r}
+out = {{}}
+for verb, target, argv in (
+    ("evaluate", "yahtzee_lightning.commands.evaluate:main", ["--agent", "nosuchorg/nosuchmodel"]),
+    ("evaluate", "yahtzee_lightning.commands.evaluate:main", ["--agent", "lookahead:nosuchorg/nosuchmodel"]),
+    ("play", "yahtzee_lightning.commands.coach:play_main", ["--opponent", "nosuchorg/nosuchmodel"]),
+    ("advise", "yahtzee_lightning.commands.coach:advise_main",
+     ["--agent", "lookahead:nosuchorg/nosuchmodel", "--dice", "6", "6", "4", "2", "1", "--roll", "1"]),
+):
+    module_name, func_name = target.split(":")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            code = getattr(importlib.import_module(module_name), func_name)(argv)
+        except SystemExit as e:
+            code = e.code
+    loaded = sorted(h for h in heavy if any(m == h or m.startswith(h + ".") for m in sys.modules))
+    out[" ".join([verb, *argv[:2]])] = [code, err.getvalue().strip().splitlines(), loaded]
+print(json.dumps(out))
+"""
+
+
+def test_a_hub_id_that_cannot_be_had_is_one_line_before_anything_heavy_loads(tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}  # an empty cache, offline
+    done = subprocess.run(
+        [sys.executable, "-c", HUB_PROBE.format(heavy=HEAVY)], capture_output=True, text=True, timeout=120, env=env
+    )
+    found = json.loads(done.stdout)
+    assert len(found) == 4, done.stderr[-2000:]
+    for call, (code, lines, loaded) in found.items():
+        assert code == 2 and len(lines) == 1 and "nosuchorg/nosuchmodel" in lines[0], (call, lines)
+        assert "not in the local cache" in lines[0], (call, lines)
+        assert not loaded, f"{call}: loaded {loaded} before refusing the name"

@@ -112,7 +112,7 @@ def test_an_agent_config_of_the_wrong_shape_or_depth_is_refused_in_one_line(tmp_
 def test_a_side_network_too_large_to_build_is_refused_before_anything_is_allocated(tmp_path):
     folder = _copy_agent(tmp_path)
     from yahtzee_lightning.game import Rules
-    from yahtzee_lightning.hub.files import VALUE_NAME
+    from yahtzee_lightning.hub.layout import VALUE_NAME
 
     entry = {"file": VALUE_NAME, "network": {"rules": Rules().to_dict(), "hidden": 20_000, "layers": 6}}
     (folder / VALUE_NAME).write_bytes(b"")

@@ -105,3 +105,30 @@ def player_rules(player: Player, name: str, args: argparse.Namespace, parser: ar
             "leave them out (--joker, --no-yahtzee-bonus, --boxes) to evaluate it under its own rules"
         )
     return wanted
+
+
+def check_agent_source(name: str, parser: argparse.ArgumentParser, option: str = "--agent") -> None:
+    """A hub id inside a player name (``user/agent``, ``lookahead:user/agent``) fetched, or found in the
+    cache, before the players and TorchRL load: an unknown repo or an unreachable hub is one line
+    within a fraction of a second, not after seconds of imports. Built-in names, local folders and
+    shipped agents pass untouched (the player's own loading checks them)."""
+    import re
+    from pathlib import Path
+
+    source = name
+    while re.match(r"^[a-z]+:", source) and not source.startswith("sb3:"):  # lookahead:, endgame:, ...
+        source = source.split(":", 1)[1]
+    if source.startswith("sb3:") or "/" not in source or Path(source).exists():
+        return
+    from ..shipped import agent as shipped_agent
+
+    if shipped_agent(source) is not None:
+        return
+    from ..hub.download import hub_errors, hub_failure, resolve_folder
+
+    try:
+        resolve_folder(source)
+    except ValueError as e:  # no such folder nor repo, or a damaged download: the loader's own words
+        parser.error(f"{option} {name}: {e}" if source != name else str(e))
+    except hub_errors() as e:
+        parser.error(hub_failure(source, e))

@@ -8,7 +8,7 @@ import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING, TextIO
 
-from .args import VerbParser, add_rules_arguments, check_seed, player_rules, rules_from_args
+from .args import VerbParser, add_rules_arguments, check_agent_source, check_seed, player_rules, rules_from_args
 
 if TYPE_CHECKING:  # torch, the solver and the players load after parsing, so that --help answers at once
     from ..game import Rules
@@ -62,6 +62,8 @@ def play_main(argv: list[str] | None = None, inp: TextIO | None = None, out: Tex
     )
     _game_arguments(parser)
     args = parser.parse_args(argv)
+    if args.opponent:  # a hub id that cannot be had: one line before the game's imports
+        check_agent_source(args.opponent, parser, "--opponent")
     from ..coach.game import CoachedGame
     from ..coach.terminal import Quit, play
 
@@ -116,6 +118,8 @@ def advise_main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.top is not None and args.top < 1:
         parser.error(f"--top must be >= 1, got {args.top}")
+    if args.agent:  # a hub id that cannot be had: one line before torch loads
+        check_agent_source(args.agent, parser)
     rules = rules_from_args(args, parser)
     from ..coach.advice import Coach, format_choices, parse_card, parse_dice
     from ..solver.cache import check_table_cache
@@ -157,6 +161,8 @@ def serve_main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port must be 0..65535, got {args.port}")
+    if args.opponent:
+        check_agent_source(args.opponent, parser, "--opponent")
     from ..coach.game import CoachedGame
     from ..coach.server import CoachServer
 

@@ -15,6 +15,7 @@ from .args import (
     WHY_PLAYERS,
     VerbParser,
     add_rules_arguments,
+    check_agent_source,
     check_count,
     check_seed,
     device_from_args,
@@ -90,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"--report {args.report}: {', '.join(clash)} there was not written by an evaluation report (or was "
                 "changed since); choose another folder or move it away"
             )
+    check_agent_source(args.agent, parser)  # a hub id that cannot be had: one line before torch loads
+    if args.players >= 2:
+        check_agent_source(args.opponent, parser, "--opponent")
     device_from_args(args.device, parser)
     rules = rules_from_args(args, parser)
 

@@ -8,9 +8,9 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .agent import FORMAT_VERSION, YahtzeeAgent
-    from .files import AgentError, AgentFormatError, AgentNotFoundError
+    from .layout import AgentError, AgentFormatError, AgentNotFoundError
 
 __all__ = ["FORMAT_VERSION", "AgentError", "AgentFormatError", "AgentNotFoundError", "YahtzeeAgent"]
 __getattr__ = lazy_exports(
-    __name__, {name: ".agent" if name in ("FORMAT_VERSION", "YahtzeeAgent") else ".files" for name in __all__}
+    __name__, {name: ".agent" if name in ("FORMAT_VERSION", "YahtzeeAgent") else ".layout" for name in __all__}
 )

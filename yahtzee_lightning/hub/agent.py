@@ -25,7 +25,8 @@ from ..nn import PolicyValueNet
 from ..solver.value import TurnValueNet
 from ..untrusted import UntrustedError, printable, printable_tree, read_json
 from .download import resolve_folder
-from .files import (
+from .files import check_weights, load_turn_value, save_turn_value_file, verify_weights
+from .layout import (
     ARTEFACT_PATTERNS,
     CARD_NAME,
     CONFIG_NAME,
@@ -34,10 +35,6 @@ from .files import (
     WIN_VALUE_NAME,
     AgentError,
     AgentFormatError,
-    check_weights,
-    load_turn_value,
-    save_turn_value_file,
-    verify_weights,
 )
 from .win_value import load_win_value, save_win_value_file, win_value_entry
 

@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 
 from ..untrusted import UntrustedError, check_commit_id, check_relative_path, printable
-from .files import ARTEFACT_PATTERNS, AgentFormatError, AgentNotFoundError
+from .layout import ARTEFACT_PATTERNS, AgentFormatError, AgentNotFoundError
 
 
 def resolve_folder(

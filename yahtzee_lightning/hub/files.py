@@ -1,5 +1,6 @@
-"""An agent folder's files by name, and the checks each passes before it is trusted: the weights (and
-the optional turn-start value) against their config and their sha256, wherever that is recorded."""
+"""The checks an agent folder's files pass before they are trusted: the weights (and the optional
+turn-start value) against their config and their sha256, wherever that is recorded (the files'
+names and the agent errors: :mod:`.layout`)."""
 
 from __future__ import annotations
 
@@ -14,28 +15,12 @@ from safetensors.torch import save_file
 
 from ..digest import VALUE_DIGEST, WEIGHTS_DIGEST, nonfinite, tensors_sha256
 from ..solver.value import TurnValueNet
-
-CONFIG_NAME = "config.json"
-WEIGHTS_NAME = "model.safetensors"
-CARD_NAME = "README.md"
-#: The optional turn-start value (``lookahead:AGENT`` searches against it), beside the weights.
-VALUE_NAME = "turn_value.safetensors"
-#: The optional win value (``winlookahead:AGENT``; :mod:`.win_value`).
-WIN_VALUE_NAME = "win_value.safetensors"
-#: What belongs to an agent folder: pushed, downloaded and copied; anything else stays behind.
-ARTEFACT_PATTERNS = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME, VALUE_NAME, WIN_VALUE_NAME, "*.yaml"]
-
-
-class AgentError(ValueError):
-    """An agent that cannot be loaded; a ``ValueError`` so that CLIs report it as a usage error."""
-
-
-class AgentFormatError(AgentError):
-    """A folder or hub repo that is not a loadable agent; the message says which part is wrong."""
-
-
-class AgentNotFoundError(AgentError):
-    """Neither a local folder nor a hub repo (or revision) that can be reached or is cached."""
+from .layout import (
+    CARD_NAME,
+    CONFIG_NAME,
+    VALUE_NAME,
+    AgentFormatError,
+)
 
 
 def verify_weights(

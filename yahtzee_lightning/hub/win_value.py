@@ -16,7 +16,8 @@ from typing import Any
 from ..digest import tensors_sha256
 from ..solver.win_value import WinValueNet
 from ..untrusted import read_json
-from .files import CARD_NAME, CONFIG_NAME, WIN_VALUE_NAME, AgentFormatError, load_side_net, save_side_net_file
+from .files import load_side_net, save_side_net_file
+from .layout import CARD_NAME, CONFIG_NAME, WIN_VALUE_NAME, AgentFormatError
 
 #: The win value's sha256: in its safetensors metadata, config.json and the card.
 WIN_DIGEST = "win_value_sha256"
