@@ -57,6 +57,13 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--force", action="store_true", help="replace an existing report's files (only those: any others stay)"
     )
+    prose = verbs.add_parser(
+        "prose", help='fill the numbers a README marks (<!--n TABLE "ROW" "COLUMN"-->) from the report\'s tables'
+    )
+    prose.add_argument("files", nargs="+", help="Markdown files whose marked numbers to fill (or check)")
+    prose.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 if any number differs from its table"
+    )
     return parser
 
 
@@ -72,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.retries is not None:
             check_count(run, "--retries", args.retries, 0, 100, "a trial that died 100 times will not finish")
     try:
+        if args.verb == "prose":
+            return _prose(args.files, args.check)
         if args.verb == "report":
             from ..study.drawing.report import write_report
 
@@ -110,6 +119,25 @@ def main(argv: list[str] | None = None) -> int:
     except StudyError as e:
         print(f"yahtzee-lightning study: error: {e}", file=sys.stderr)
         return 2
+
+
+def _prose(files: list[str], check: bool) -> int:
+    """Fill (or check) the marked numbers of each file; a number that differs is named with its line."""
+    from ..study.drawing.prose import fill, stale
+
+    code = 0
+    for name in files:
+        path = Path(name)
+        if not path.is_file():
+            print(f"yahtzee-lightning study prose: error: {name}: no such file", file=sys.stderr)
+            return 2
+        if check:
+            for mark in stale(path):
+                print(f"{path}:{mark.line}: written {mark.written!r}, the table says {mark.table!r} ({mark.spec})")
+                code = 1
+        else:
+            print(f"{path}: {fill(path)} number(s) changed")
+    return code
 
 
 def describe(study) -> str:
