@@ -6,6 +6,7 @@ import torch
 from quick_fit import SMALL, fit_quietly
 
 from yahtzee_lightning.algorithms import A2C, PPO, Reinforce
+from yahtzee_lightning.algorithms.trainer import quiet_trainer
 from yahtzee_lightning.env import keys as K
 from yahtzee_lightning.evaluation import play_games, play_single_turns, summarize
 from yahtzee_lightning.game import Rules
@@ -74,14 +75,7 @@ def test_two_player_win_objective_and_self_play_train_from_config_alone():
 def test_full_game_run_starts_from_single_turn_weights(tmp_path):
     L.seed_everything(0)
     single = Reinforce(task="single_turn", start_card="random", games_per_batch=16, total_games=32, **SMALL)
-    trainer = L.Trainer(
-        default_root_dir=tmp_path,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        num_sanity_val_steps=0,
-        limit_val_batches=0,
-    )
+    trainer = quiet_trainer(default_root_dir=tmp_path)
     trainer.fit(single)
     trainer.save_checkpoint(tmp_path / "single.ckpt")
     full = A2C(init_from=str(tmp_path / "single.ckpt"), games_per_batch=16, total_games=32, **SMALL)

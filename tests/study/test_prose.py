@@ -31,7 +31,7 @@ def _prose(tmp_path: Path, body: str) -> Path:
 def test_marked_numbers_are_filled_from_their_table_and_the_rest_left_alone(tmp_path):
     path = _prose(
         tmp_path,
-        "PPO scores <!--n report/T1.md \"PPO\" \"mean\" estimate-->170.0 [1, 2]<!--/n--> (hand: 12.3),\n"
+        'PPO scores <!--n report/T1.md "PPO" "mean" estimate-->170.0 [1, 2]<!--/n--> (hand: 12.3),\n'
         'its p <!--n report/T1.md "PPO" "p-ish" p-->0.5<!--/n-->, '
         'REINFORCE <!--n report/T1.md "REINFORCE" "mean" value-->159.8<!--/n-->.\n',
     )

@@ -78,9 +78,8 @@ def recipe_args(config: str | Path, **overrides: Any) -> tuple[type, dict[str, A
 def count_ops(cls: type, args: dict[str, Any], warmup: int = 2, batches: int = 10) -> OpCount:
     """Train ``cls(**args)`` for ``warmup + batches`` batches on the CPU (no evaluation, no
     checkpoint) and count the operators of the last ``batches`` batches' collection and update."""
-    import lightning as L
-
     from ..game.rules import N_ROLLS
+    from .trainer import quiet_trainer
 
     n = warmup + batches
     k = (
@@ -105,17 +104,7 @@ def count_ops(cls: type, args: dict[str, Any], warmup: int = 2, batches: int = 1
 
     torch.manual_seed(0)
     model = Counted(**settings)
-    L.Trainer(
-        accelerator="cpu",
-        devices=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        limit_val_batches=0,
-        max_epochs=1,
-    ).fit(model)
+    quiet_trainer(accelerator="cpu", devices=1, max_epochs=1).fit(model)
     return result
 
 

@@ -8,21 +8,11 @@ import pytest
 import torch
 from clipped_a2c import ClippedA2C
 
+from yahtzee_lightning.algorithms.trainer import quiet_trainer
 from yahtzee_lightning.evaluation import play_games, summarize
 from yahtzee_lightning.game import Rules
 
 TINY = {"d_h": 64, "n_layers": 2, "head_hidden": 64, "evaluations": 1, "eval_games": 20, "final_eval_games": 0}
-
-
-def quiet_trainer() -> L.Trainer:
-    return L.Trainer(
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        limit_val_batches=0,
-    )
 
 
 def test_a_bad_setting_is_refused_by_name():
