@@ -18,20 +18,37 @@ class Progress:
     reported an evaluation: its games, score and rate, so a study of hours is never silent."""
 
     def __init__(
-        self, total: int, labels: dict[str, str], ended: int = 0, clock: Callable[[], float] = time.monotonic
+        self,
+        total: int,
+        labels: dict[str, str],
+        finished: frozenset[str] = frozenset(),
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.total, self.labels, self.ended = total, labels, ended  # ended: runs a resumed study had finished
+        self.total, self.labels = total, labels
+        self.finished = set(finished)  # runs that have ended: those a resumed study had finished, then each that ends
+        self.earlier = frozenset(finished)  # Tune restores them with their experiment: they start and end again
         self.clock, self.interval = clock, None  # read when a trial reports (not at import: see _PROGRESS)
         self.last = clock()
 
+    @property
+    def ended(self) -> int:
+        return len(self.finished)
+
     def say(self, trial: Any, what: str, ended: bool = False) -> None:
         beat()
-        self.ended += ended
+        name = str(trial)
+        if name in self.earlier:  # its final.json is read again, nothing trains: one line, counted once
+            if ended:
+                self.line(trial, "finished in an earlier session (its final evaluation read, not trained again)")
+            return
+        if ended:
+            self.finished.add(name)
         self.line(trial, what)
 
     def line(self, trial: Any, what: str) -> None:
         name = str(trial)
-        print(f"[{self.ended}/{self.total}] {name} {self.labels.get(name, '')}: {what}", file=sys.stderr, flush=True)
+        label = f" {self.labels[name]}" if self.labels.get(name) else ""
+        print(f"[{self.ended}/{self.total}] {name}{label}: {what}", file=sys.stderr, flush=True)
 
     def result(self, trial: Any, result: dict[str, Any]) -> None:
         """A trial's evaluation: a line when the interval has passed since the last line of this kind."""

@@ -307,7 +307,7 @@ def _run_study(
     global _PROGRESS
     runs = len({t.pack or t.name for t in trials})
     finished = {t.pack or t.name for t in trials if read_final(out / t.run_dir / "final.json") is not None}
-    _PROGRESS = Progress(runs, _trial_labels(study), len(finished))
+    _PROGRESS = Progress(runs, _trial_labels(study), frozenset(finished))
     print(
         f"study {study.name} (profile {study.profile}): {len(trials)} trials as {runs} runs on {cpus} CPUs into {out}",
         file=sys.stderr,
