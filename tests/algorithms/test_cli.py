@@ -14,6 +14,7 @@ import torch
 import yaml
 
 from yahtzee_lightning.cli import main
+from yahtzee_lightning.shipped import expand_base
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted(p.name for p in (ROOT / "conf").glob("*.yaml"))
@@ -58,7 +59,8 @@ NETWORK_KEYS = {"d_h", "n_layers", "head_hidden", "hidden"}
 
 
 def _tiny_overrides(config: str) -> list[str]:
-    init_args = yaml.safe_load((ROOT / "conf" / config).read_text())["model"].get("init_args", {})
+    path = ROOT / "conf" / config
+    init_args = expand_base(yaml.safe_load(path.read_text()), path)["model"].get("init_args", {})  # its base's too
     start = init_args.get("init_from")  # a run that starts from a shipped network keeps that network's shape
     tiny = {k: v for k, v in TINY_KEYS.items() if k in init_args and not (start and k in NETWORK_KEYS)}
     out = [f"--model.init_args.{k}={v}" for k, v in tiny.items()]
