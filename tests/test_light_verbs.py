@@ -75,3 +75,48 @@ def test_a_hub_id_that_cannot_be_had_is_one_line_before_anything_heavy_loads(tmp
         assert code == 2 and len(lines) == 1 and "nosuchorg/nosuchmodel" in lines[0], (call, lines)
         assert "not in the local cache" in lines[0], (call, lines)
         assert not loaded, f"{call}: loaded {loaded} before refusing the name"
+
+
+PLAY_PROBE = """
+import contextlib, importlib, io, json, sys
+heavy = {heavy!r}
+out = {{}}
+small = ["--boxes", "0", "12"]
+for verb, target, argv in (
+    ("demo", "yahtzee_lightning.commands.demo:main", ["--games", "2"]),
+    ("evaluate", "yahtzee_lightning.commands.evaluate:main", ["--agent", "optimal", "--games", "4", *small]),
+    ("evaluate", "yahtzee_lightning.commands.evaluate:main", ["--agent", "random", "--games", "4", *small]),
+    ("advise", "yahtzee_lightning.commands.coach:advise_main",
+     ["--dice", "6", "6", "4", "2", "1", "--roll", "1", *small]),
+    ("play", "yahtzee_lightning.commands.coach:play_main", [*small, "--seed", "1"]),
+):
+    module_name, func_name = target.split(":")
+    with contextlib.redirect_stdout(io.StringIO()) as text:
+        try:
+            code = getattr(importlib.import_module(module_name), func_name)(argv)
+        except SystemExit as e:
+            code = e.code
+    loaded = sorted(h for h in heavy if any(m == h or m.startswith(h + ".") for m in sys.modules))
+    out[" ".join([verb, *argv[:2]])] = [code, text.getvalue().splitlines()[-1:], loaded]
+print(json.dumps(out))
+"""
+
+
+def test_the_verbs_that_only_play_answer_without_tensordict_torchrl_lightning_or_ray():
+    """demo, evaluate of a reference player, advise and play step the env's games without TorchRL
+    (about 2.6 s of imports on a 2-core box): a start within a second of ``import torch``."""
+    heavy = ("tensordict", "torchrl", "lightning", "ray")
+    done = subprocess.run(
+        [sys.executable, "-c", PLAY_PROBE.format(heavy=heavy)],
+        input="all\nall\naces\nall\nall\nchance\n",  # play: the two turns of the small game
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    found = json.loads(done.stdout) if done.stdout else {}
+    assert len(found) == 5, done.stderr[-2000:]
+    for call, (code, last, loaded) in found.items():
+        assert code in (0, None), (call, last)
+        assert not loaded, f"{call} loaded {loaded}"
+    assert "mean" in found["demo --games 2"][1][0], found
+    assert found["play --boxes 0"][1][0].startswith("your score: "), found

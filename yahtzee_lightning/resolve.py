@@ -14,7 +14,6 @@ import torch
 
 from . import shipped
 from .game import Rules
-from .hub import YahtzeeAgent
 from .players import PLAYERS, Player, make_player
 
 SB3_PREFIX = "sb3:"  # a Stable-Baselines3 model zip: yahtzee_lightning.gym.policy.sb3_player
@@ -31,6 +30,8 @@ def load_agent(name_or_path: str, device: torch.device | str = "cpu", rules: Rul
     if not Path(name_or_path).exists() and (ours := shipped.agent(name_or_path)) is not None:
         name_or_path = str(ours)  # a shipped agent by name (from any folder, or an installed package)
     if Path(name_or_path).exists() or "/" in name_or_path:
+        from .hub import YahtzeeAgent  # networks and TensorDict load with the first agent
+
         return YahtzeeAgent.from_pretrained(name_or_path).player(device=device)
     raise ValueError(
         f"unknown player {name_or_path!r}: not one of {sorted(PLAYERS)}, a folder, a hub id nor {SB3_PREFIX}PATH; "

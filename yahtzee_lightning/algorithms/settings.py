@@ -28,8 +28,8 @@ class Settings:
         The network's settings are checked by the network itself (built next). A subclass with
         settings of its own extends this (``super().validate_settings()`` first).
         """
+        from ..env.games import START_CARDS, TASKS
         from ..env.multiplayer import REWARDS
-        from ..env.yahtzee_env import START_CARDS, TASKS
 
         h = self.hparams
 

@@ -12,11 +12,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
 
 from ..env import keys as K
-from ..env.multiplayer import MultiPlayerYahtzeeEnv
-from ..env.yahtzee_env import YahtzeeEnv
+from ..env.games import Games, Observation
 from ..game import BOX_NAMES, N_BOXES, OPEN, Rules
 from ..game.rules import N_ROLLS
 from ..players.base import Player
@@ -53,8 +51,30 @@ class Decision:
         }
 
 
-def _dice(td: TensorDictBase) -> tuple[int, ...]:
+def _dice(td: Observation) -> tuple[int, ...]:
     return tuple(int(v) for v in td[K.DICE].reshape(-1))
+
+
+class _Match:
+    """The two-player env stepped as :class:`Games` is: the agent's turn runs inside the person's
+    scoring step. TorchRL and TensorDict load here, for a game against an agent only."""
+
+    def __init__(self, opponent: Player, rules: Rules, seed: int | None) -> None:
+        from ..env.multiplayer import MultiPlayerYahtzeeEnv
+
+        self.env = MultiPlayerYahtzeeEnv(1, opponents=opponent, rules=rules, reward="score", seed=seed)
+        self.td: Any = None
+
+    def reset(self) -> Observation:
+        self.td = self.env.reset()
+        return self.td
+
+    def step(self, keep: torch.Tensor, box: torch.Tensor) -> tuple[Observation, torch.Tensor, torch.Tensor]:
+        from tensordict import TensorDict
+
+        action = TensorDict({K.KEEP: keep, K.BOX: box}, batch_size=[1])
+        self.td = self.env.step(self.td.clone().update(action))["next"]
+        return self.td, self.td[K.REWARD].squeeze(-1), self.td[K.DONE].squeeze(-1)
 
 
 class _Judged(Player):
@@ -65,7 +85,7 @@ class _Judged(Player):
         self.inner, self.coach, self.log = inner, coach, log
         self.name = getattr(inner, "name", "agent")
 
-    def act(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+    def act(self, obs: Observation) -> tuple[torch.Tensor, torch.Tensor]:
         keep, box = self.inner.act(obs)
         roll = int(obs[K.ROLL].reshape(-1)[0])
         action = int((keep if roll < N_ROLLS - 1 else box).reshape(-1)[0])
@@ -105,13 +125,13 @@ class CoachedGame:
         self.coach = Coach(rules, table)
         self.you = Side("you")
         self.agent: Side | None = None
+        self.games: Games | _Match
         if opponent is None:
-            self.env: YahtzeeEnv = YahtzeeEnv(1, rules=rules, seed=seed)
+            self.games = Games(1, rules=rules, seed=seed)
         else:
             self.agent = Side(getattr(opponent, "name", "agent"))
-            judged = _Judged(opponent, Coach(rules, table), self.agent.log)
-            self.env = MultiPlayerYahtzeeEnv(1, opponents=judged, rules=rules, reward="score", seed=seed)
-        self.td: TensorDictBase = self.env.reset()
+            self.games = _Match(_Judged(opponent, Coach(rules, table), self.agent.log), rules, seed)
+        self.td: Observation = self.games.reset()
         self.over = False
         self.history: list[Decision] = []
 
@@ -187,10 +207,9 @@ class CoachedGame:
         return decision
 
     def _advance(self, keep: int, box: int) -> None:
-        """One step of the env with the person's action (the agent's turn runs inside a scoring step)."""
-        action = TensorDict({K.KEEP: torch.tensor([keep]), K.BOX: torch.tensor([box])}, batch_size=[1])
-        self.td = self.env.step(self.td.clone().update(action))["next"]
-        self.over = bool(self.td[K.DONE].all())
+        """One step of the games with the person's action (the agent's turn runs inside a scoring step)."""
+        self.td, _, done = self.games.step(torch.tensor([keep]), torch.tensor([box]))
+        self.over = bool(done.all())
 
     def _check_playing(self) -> None:
         if self.over:

@@ -1,4 +1,4 @@
-"""``yahtzee-lightning demo``: random legal play through the environment, cards printed."""
+"""``yahtzee-lightning demo``: random legal play, cards printed."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from .args import VerbParser, check_count, check_seed, plain
 
-if TYPE_CHECKING:  # torch and TorchRL load after parsing, so that --help answers at once
+if TYPE_CHECKING:  # torch loads after parsing, so that --help answers at once
     import torch
 
 
@@ -27,10 +27,13 @@ def main(argv: list[str] | None = None) -> int:
     check_count(parser, "--games", args.games, 1, 1000, "every game's card is printed")
     check_seed(args.seed, parser)
     from ..env import keys as K
-    from ..env.yahtzee_env import YahtzeeEnv
+    from ..env.games import Games  # the env's games without TorchRL: the demo starts as fast as torch
+    from ..players.reference import RandomPlayer
 
-    env = YahtzeeEnv(args.games, seed=args.seed)
-    final = env.rollout(3 * env.rules.n_turns)[..., -1]["next"]
+    games, player = Games(args.games, seed=args.seed), RandomPlayer(seed=args.seed)
+    final = games.reset()
+    for _ in range(3 * games.rules.n_turns):
+        final, _, _ = games.step(*player.act(final))
     for i in range(args.games):
         print(f"game {i}:")
         print(format_card(final[K.CARD][i], int(final[K.YAHTZEE_BONUSES][i]), int(final[K.SCORE][i])))

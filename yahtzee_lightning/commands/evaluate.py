@@ -28,6 +28,16 @@ if TYPE_CHECKING:  # torch loads after parsing, so that --help answers at once
     pass
 
 
+def _sees_opponents(player: object) -> bool:
+    """A trained agent whose features include the opponents' cards (two-player features)."""
+    net = getattr(player, "net", None)
+    if net is None:
+        return False
+    from ..env.features import sees_opponents  # a network's module: TorchRL's imports are paid already
+
+    return sees_opponents(net.feature_names)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = VerbParser(
         prog="yahtzee-lightning evaluate",
@@ -97,7 +107,6 @@ def main(argv: list[str] | None = None) -> int:
     device_from_args(args.device, parser)
     rules = rules_from_args(args, parser)
 
-    from ..env.features import sees_opponents
     from ..hub.download import hub_errors, hub_failure
     from ..resolve import resolve_player
     from ..solver.cache import check_table_cache
@@ -112,8 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(e))
     except hub_errors() as e:
         parser.error(hub_failure(args.agent, e))
-    net = getattr(player, "net", None)
-    if args.players < 2 and (player.matches_only or (net is not None and sees_opponents(net.feature_names))):
+    if args.players < 2 and (player.matches_only or _sees_opponents(player)):
         parser.error(f"{args.agent!r} sees an opponent (two-player features): evaluate it in matches, --players 2")
     if opponent is not None and opponent.rules != rules:
         parser.error(

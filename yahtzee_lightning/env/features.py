@@ -67,7 +67,7 @@ def _dice_index(td: TensorDictBase) -> torch.Tensor:
 
 
 def _counts(td: TensorDictBase) -> torch.Tensor:
-    return _shared("counts", lambda: tables(td.device).counts[_dice_index(td)])
+    return _shared("counts", lambda: tables(td[K.DICE].device).counts[_dice_index(td)])
 
 
 #: Per device: the dice features of each of the 252 multisets, one row each (the one-hot of its
@@ -77,7 +77,7 @@ _DICE_ROWS: dict[torch.device, torch.Tensor] = {}
 
 def _dice_rows(td: TensorDictBase) -> torch.Tensor:
     """``(..., 36)``: the one-hot of the sorted dice (30) and the face counts / 5 (6) of ``td``'s dice."""
-    device = td.device if td.device is not None else td[K.DICE].device
+    device = td[K.DICE].device
     if device not in _DICE_ROWS:
         t = tables(device)
         onehot = torch.nn.functional.one_hot(t.dice.long() - 1, N_FACES).flatten(-2).float()
@@ -127,7 +127,7 @@ def roll_onehot(td: TensorDictBase, rules: Rules) -> torch.Tensor:
 @register_feature("joker_active", 1, "the dice are a Yahtzee and the Yahtzee box is filled")
 def joker_active(td: TensorDictBase, rules: Rules) -> torch.Tensor:
     if not rules.joker_active:
-        return torch.zeros(*td.batch_size, 1, device=td.device)
+        return torch.zeros(*td[K.ROLL].shape, 1, device=td[K.ROLL].device)
     yahtzee = _counts(td).amax(-1) == N_DICE
     return (yahtzee & (td[K.CARD][..., YAHTZEE_BOX] != OPEN)).float().unsqueeze(-1)
 
@@ -136,7 +136,7 @@ def joker_active(td: TensorDictBase, rules: Rules) -> torch.Tensor:
 def upper_lockin(td: TensorDictBase, rules: Rules) -> torch.Tensor:
     card = td[K.CARD]
     up = _upper_sum(td).unsqueeze(-1)
-    gain = _counts(td) * torch.arange(1, 7, device=td.device)
+    gain = _counts(td) * torch.arange(1, 7, device=card.device)
     return ((card[..., :6] == OPEN) & (up < UPPER_BONUS_THRESHOLD) & (up + gain >= UPPER_BONUS_THRESHOLD)).float()
 
 

@@ -18,8 +18,9 @@ from torchrl.data import Bounded
 from ..game import N_BOXES, OPEN, GameState, card_total, engine, legal_mask, upper_sum
 from ..game.rules import N_ROLLS
 from . import keys as K
+from .games import check_action_range, choice, raise_illegal
 from .player import Player
-from .yahtzee_env import YahtzeeEnv, _choice, observe
+from .yahtzee_env import YahtzeeEnv, observe
 
 REWARDS = ("win", "margin", "fixed_target", "moving_target", "score")
 SEATS = ("first", "second", "random", "alternate")
@@ -66,8 +67,8 @@ class MultiPlayerYahtzeeEnv(YahtzeeEnv):
         if not isinstance(n_players, int) or n_players < 2:
             raise ValueError(f"n_players must be an int >= 2, got {n_players!r}")
         self.n_players = n_players
-        self.reward_mode = _choice("reward", reward, REWARDS)
-        self.learner_seat = _choice("learner_seat", learner_seat, SEATS)
+        self.reward_mode = choice("reward", reward, REWARDS)
+        self.learner_seat = choice("learner_seat", learner_seat, SEATS)
         if learner_seat == "second" and n_players < 2:
             raise ValueError("learner_seat='second' needs n_players >= 2")
         if shaping and (box_baseline is None or len(box_baseline) != N_BOXES):
@@ -88,6 +89,14 @@ class MultiPlayerYahtzeeEnv(YahtzeeEnv):
         self.recent_mean: float | None = None
         self._match: GameState | None = None
         self._seat: torch.Tensor | None = None
+        self._own: GameState | None = None  # the learner's games, as its last observation saw them
+
+    @property
+    def state(self) -> GameState:
+        """The learner's games (after ``reset``)."""
+        if self._own is None:
+            raise RuntimeError("call reset() before reading the state")
+        return self._own
 
     def _resolve_opponents(self, opponents) -> list[Player]:
         """The player of every opponent seat; names are refused here: the env knows no player by name."""
@@ -197,7 +206,7 @@ class MultiPlayerYahtzeeEnv(YahtzeeEnv):
     # ------------------------------------------------------------------- env
     def _learner_obs(self) -> TensorDict:
         td, own, legal = self._view(self._seat)
-        self._state = own
+        self._own = own
         self._box_spec.update_mask(legal)  # the action spec's mask follows the learner
         return td
 
@@ -233,15 +242,15 @@ class MultiPlayerYahtzeeEnv(YahtzeeEnv):
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         own = self._select(self._seat)
-        keep = self._action(tensordict, K.KEEP, own.roll < N_ROLLS - 1)
-        box = self._action(tensordict, K.BOX, own.roll == N_ROLLS - 1)
+        keep = self._action(tensordict, K.KEEP, lambda roll: roll < N_ROLLS - 1)
+        box = self._action(tensordict, K.BOX, lambda roll: roll == N_ROLLS - 1)
         if self.keep_format == "bits" and keep.dim() > len(self.batch_size):
             keep = engine.keep_bits_to_pattern(keep)
         if self.validate_actions:
-            self._check_range(keep, box, own)
+            check_action_range(keep, box, own)
         result = engine.step(own, keep, box, self.rules, self._generator)
         if self.validate_actions and not bool(result.legal.all()):
-            self._raise_illegal(own, box, result.legal)
+            raise_illegal(own, box, result.legal)
         scored = own.roll == N_ROLLS - 1
         everyone = torch.ones_like(scored)
         self._update(self._seat, result.state, everyone)

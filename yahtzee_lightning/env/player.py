@@ -7,20 +7,18 @@ It lives with the env, which takes players for the other seats of a match; the p
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
 
 import torch
 
 from ..game import Rules
-
-if TYPE_CHECKING:  # an annotation only: the interface loads without TensorDict
-    from tensordict import TensorDictBase
+from .games import Observation
 
 
 class Player(ABC):
     """Chooses actions for a batch of games from the environment's raw observation.
 
-    ``obs`` carries the keys of :mod:`yahtzee_lightning.env.keys` (dice, card, roll, turn,
+    ``obs`` (a TensorDict from the env, or a dict from :class:`~yahtzee_lightning.env.games.Games`:
+    read it by key only) carries the keys of :mod:`yahtzee_lightning.env.keys` (dice, card, roll, turn,
     yahtzee_bonuses, score, keep_mask, box_mask) with batch shape ``(N,)``. A player returns a
     keep pattern (0..31, bit i keeps sorted die i) and a box (0..12) for every game; the game
     uses the keep where ``roll < 2`` and the box where ``roll == 2``, and the box must be legal
@@ -34,5 +32,5 @@ class Player(ABC):
         self.rules = rules or Rules()
 
     @abstractmethod
-    def act(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+    def act(self, obs: Observation) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(keep (N,) int64, box (N,) int64)``."""

@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Binary, Bounded, Categorical, Composite, Unbounded
 from torchrl.envs import EnvBase
 
-from ..game import BOX_NAMES, N_BOXES, N_DICE, N_KEEPS, OPEN, GameState, Rules, card_total, engine, legal_mask
+from ..game import N_BOXES, N_DICE, N_KEEPS, OPEN, GameState, Rules, engine
 from ..game.rules import N_ROLLS
 from . import keys as K
+from .games import Games, choice, observation
 
-TASKS = ("full_game", "single_turn")
 KEEP_FORMATS = ("pattern", "bits")
-START_CARDS = ("empty", "random")
-
-
-def _choice(name: str, value: str, options: tuple[str, ...]) -> str:
-    if value not in options:
-        raise ValueError(f"{name} must be one of {options}, got {value!r}")
-    return value
 
 
 class LegalCategorical(Categorical):
@@ -72,28 +65,9 @@ def observe(
     score: torch.Tensor | None = None,
     keep_mask: torch.Tensor | None = None,
 ) -> TensorDict:
-    """The raw-state observation of a batch of games (any batch shape), with its masks.
-
-    ``score`` (the card's total) and ``keep_mask`` (every keep is always legal) may be passed in
-    by a caller that keeps them, to save recomputing them every step.
-    """
-    shape = state.dice_idx.shape
-    device = state.card.device
-    if keep_mask is None:
-        keep_mask = torch.ones(*shape, N_KEEPS, dtype=torch.bool, device=device)
+    """:func:`~yahtzee_lightning.env.games.observation` as a TensorDict with the games' batch shape."""
     return TensorDict(
-        {
-            K.DICE: state.dice,
-            K.CARD: state.card,
-            K.ROLL: state.roll,
-            K.TURN: state.turn,
-            K.YAHTZEE_BONUSES: state.yahtzee_bonuses,
-            K.SCORE: card_total(state.card, state.yahtzee_bonuses) if score is None else score,
-            K.KEEP_MASK: keep_mask,
-            K.BOX_MASK: box_mask,
-        },
-        batch_size=shape,
-        device=state.card.device,
+        observation(state, box_mask, score, keep_mask), batch_size=state.dice_idx.shape, device=state.card.device
     )
 
 
@@ -142,30 +116,35 @@ class YahtzeeEnv(EnvBase):
         device: torch.device | str = "cpu",
         seed: int | Sequence[int] | None = None,
     ) -> None:
-        if not isinstance(num_envs, int) or num_envs < 1:
-            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
-        if isinstance(seed, Sequence) and (not seed or num_envs % len(seed)):
-            raise ValueError(f"a list of seeds splits the games in equal blocks: {num_envs} games, {len(seed)} seeds")
-        super().__init__(device=torch.device(device), batch_size=torch.Size([num_envs]))
-        self.task = _choice("task", task, TASKS)
-        self.keep_format = _choice("keep_format", keep_format, KEEP_FORMATS)
-        self.start_card = _choice("start_card", start_card, START_CARDS)
-        self.rules = rules if isinstance(rules, Rules) else Rules.from_dict(rules)
-        self.validate_actions = validate_actions
-        self._generator: torch.Generator | list[torch.Generator]
-        if isinstance(seed, Sequence):
-            self._generator = [torch.Generator(device=self.device).manual_seed(s) for s in seed]
-        else:
-            self._generator = torch.Generator(device=self.device)
-            self._generator.manual_seed(int(torch.empty((), dtype=torch.int64).random_()) if seed is None else seed)
+        games = Games(
+            num_envs,
+            task=task,
+            rules=rules,
+            start_card=start_card,
+            validate_actions=validate_actions,
+            device=device,
+            seed=seed,
+        )
+        super().__init__(device=games.device, batch_size=torch.Size([num_envs]))
+        self.games = games
+        self.task, self.start_card, self.rules = games.task, games.start_card, games.rules
+        self.keep_format = choice("keep_format", keep_format, KEEP_FORMATS)
         self._make_specs()
         # The shape a keep action must have (checked every step, always: a cheap comparison).
         bits = self.keep_format == "bits"
         self._keep_shape = torch.Size([*self.batch_size, N_DICE]) if bits else self.batch_size
-        self._state: GameState | None = None
-        self._score: torch.Tensor | None = None  # each game's total, kept up to date by its rewards
-        # Every keep is always legal: one all-True mask, shared by every observation (never written).
-        self._keep_mask = torch.ones(*self.batch_size, N_KEEPS, dtype=torch.bool, device=self.device)
+
+    @property
+    def validate_actions(self) -> bool:
+        return self.games.validate_actions
+
+    @validate_actions.setter
+    def validate_actions(self, value: bool) -> None:
+        self.games.validate_actions = value
+
+    @property
+    def _generator(self) -> torch.Generator | list[torch.Generator]:
+        return self.games.generator
 
     # ----------------------------------------------------------------- specs
     def _make_specs(self) -> None:
@@ -198,82 +177,55 @@ class YahtzeeEnv(EnvBase):
 
     # ---------------------------------------------------------------- seeding
     def _set_seed(self, seed: int | None) -> None:
-        if seed is None:
-            seed = int(torch.empty((), dtype=torch.int64).random_())
-        for i, g in enumerate(self._generator if isinstance(self._generator, list) else [self._generator]):
-            g.manual_seed(seed + i)
+        self.games.seed(seed)
 
     # ------------------------------------------------------------------ state
-    def _start_states(self) -> GameState:
-        shape = tuple(self.batch_size)
-        card = None
-        if self.start_card == "random":
-            card = engine.random_partial_cards(shape, self.rules, self.device, self._generator)
-        return engine.new_games(shape, self.rules, self.device, self._generator, card=card)
-
-    def _observe(self, state: GameState, box_mask: torch.Tensor, score: torch.Tensor | None = None) -> TensorDict:
-        """The observation of ``state``; the action spec's box mask follows it (keeps are always legal)."""
-        self._box_spec.update_mask(box_mask)
-        return observe(state, box_mask, score, self._keep_mask)
-
     @property
     def state(self) -> GameState:
         """The current games (after ``reset``)."""
-        if self._state is None:
-            raise RuntimeError("call reset() before reading the state")
-        return self._state
+        return self.games.current()
+
+    def _wrap(self, obs: dict[str, torch.Tensor]) -> TensorDict:
+        """The games' observation as a TensorDict; the action spec's box mask follows it."""
+        self._box_spec.update_mask(obs[K.BOX_MASK])
+        return TensorDict(obs, batch_size=self.batch_size, device=self.device)
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
-        fresh = self._start_states()
         reset = None if tensordict is None else tensordict.get("_reset", None)
-        if reset is not None and self._state is not None:
-            fresh = fresh.where(reset.reshape(self.batch_size), self._state)
-        score = fresh.score
-        self._state, self._score = fresh, score
-        out = self._observe(fresh, legal_mask(fresh.dice_idx, fresh.card, self.rules), score)
+        out = self._wrap(self.games.reset(None if reset is None else reset.reshape(self.batch_size)))
         done = torch.zeros(*self.batch_size, 1, dtype=torch.bool, device=self.device)
         out.set(K.DONE, done)
         out.set(K.TERMINATED, done.clone())
         return out
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        state = self.state
-        rolling = state.roll < N_ROLLS - 1
-        keep = self._action(tensordict, K.KEEP, rolling)
-        box = self._action(tensordict, K.BOX, ~rolling)
+        keep = self._action(tensordict, K.KEEP, lambda roll: roll < N_ROLLS - 1)
+        box = self._action(tensordict, K.BOX, lambda roll: roll == N_ROLLS - 1)
         if keep.shape != self._keep_shape or box.shape != self.batch_size:
             self._raise_shape(keep, box)
         if self.validate_actions:
             self._check_dtypes(keep, box)
         if self.keep_format == "bits":
             keep = engine.keep_bits_to_pattern(keep)
-        if self.validate_actions:
-            self._check_range(keep, box, state)
-        box = torch.where(rolling, 0, box)  # the unused slot is ignored, whatever it holds
-        result = engine.step(state, keep, box, self.rules, self._generator)
-        if self.validate_actions and not bool(result.legal.all()):
-            self._raise_illegal(state, box, result.legal)
-        next_state = result.state
-        done = result.game_over
-        if self.task == "single_turn":
-            done = done | (state.roll == N_ROLLS - 1)
-        self._state = next_state
-        self._score = self._score + result.reward
-        legal = legal_mask(next_state.dice_idx, next_state.card, self.rules)
-        out = self._observe(next_state, legal, self._score)
-        out.set(K.REWARD, result.reward.to(torch.float32).unsqueeze(-1))
+        obs, reward, done = self.games.step(keep, box)
+        out = self._wrap(obs)
+        out.set(K.REWARD, reward.to(torch.float32).unsqueeze(-1))
         out.set(K.DONE, done.unsqueeze(-1))
         out.set(K.TERMINATED, done.unsqueeze(-1).clone())
         return out
 
     # ------------------------------------------------------------- bad input
-    def _action(self, tensordict: TensorDictBase, key: tuple[str, str], needed: torch.Tensor) -> torch.Tensor:
-        """The action entry ``key``; it may be left out only when no game needs it this step."""
+    def _action(
+        self, tensordict: TensorDictBase, key: tuple[str, str], needed: Callable[[torch.Tensor], torch.Tensor]
+    ) -> torch.Tensor:
+        """The action entry ``key``; it may be left out only when no game needs it this step
+        (``needed(roll)``, asked only then)."""
         value = tensordict.get(key, None)
         if value is not None:
             return value
-        if bool(needed.any()):
-            i = int(needed.nonzero()[0, 0])
+        need = needed(self.state.roll)
+        if bool(need.any()):
+            i = int(need.nonzero()[0, 0])
             raise KeyError(f"the action has no {key!r} entry, but game {i} needs it this step")
         shape = self._keep_shape if key == K.KEEP else self.batch_size
         return torch.zeros(shape, dtype=torch.int64, device=self.device)
@@ -292,21 +244,3 @@ class YahtzeeEnv(EnvBase):
                 nan = " (it holds NaN)" if value.dtype.is_floating_point and bool(value.isnan().any()) else ""
                 want = "bool or integer" if bits else "integer"
                 raise TypeError(f"the {name} action has dtype {value.dtype}{nan}; it must be {want}")
-
-    def _check_range(self, keep: torch.Tensor, box: torch.Tensor, state: GameState) -> None:
-        rolling = state.roll < N_ROLLS - 1
-        bad_keep = rolling & ((keep < 0) | (keep >= N_KEEPS))
-        bad_box = ~rolling & ((box < 0) | (box >= N_BOXES))
-        if bool(bad_keep.any()):
-            i = int(bad_keep.nonzero()[0, 0])
-            raise ValueError(f"game {i}: keep pattern {int(keep[i])} is out of range 0..{N_KEEPS - 1}")
-        if bool(bad_box.any()):
-            i = int(bad_box.nonzero()[0, 0])
-            raise ValueError(f"game {i}: box {int(box[i])} is out of range 0..{N_BOXES - 1}")
-
-    def _raise_illegal(self, state: GameState, box: torch.Tensor, legal: torch.Tensor) -> None:
-        i = int((~legal).nonzero()[0, 0])
-        b = int(box.reshape(-1)[i])
-        why = "is already filled" if int(state.card[i, b]) != OPEN else "is barred by the forced joker rule"
-        dice = state.dice[i].tolist()
-        raise ValueError(f"game {i}: illegal box {b} ({BOX_NAMES[b]}) for dice {dice}: it {why}")

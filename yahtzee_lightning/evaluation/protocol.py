@@ -1,6 +1,7 @@
 """The evaluation protocol (docs/metrics.md): play N seeded games and summarise them.
 
-Games are played in batches through :class:`YahtzeeEnv`; every decision is also scored against
+Games are played in batches of the environment's own games (:class:`~yahtzee_lightning.env.games.Games`,
+the same dice as :class:`YahtzeeEnv` for a seed, without loading TorchRL); every decision is also scored against
 the exact optimum (regret: expected points lost against the best choice), split into keep and
 box decisions. The same seed gives the same numbers.
 """
@@ -12,8 +13,8 @@ from collections.abc import Callable
 
 import torch
 
-from ..env import YahtzeeEnv
 from ..env import keys as K
+from ..env.games import Games
 from ..game import BOX_NAMES, N_BOXES, OPEN, Rules, card_total, upper_sum
 from ..game.rules import N_ROLLS, UPPER_BONUS_THRESHOLD
 from ..players.base import Player
@@ -42,9 +43,9 @@ def play_games(
     points = 0
     for chunk, start in enumerate(range(0, games, batch_size)):
         n = min(batch_size, games - start)
-        env = YahtzeeEnv(n, rules=rules, validate_actions=True, device=device, seed=seed * 1_000_003 + chunk)
+        batch = Games(n, rules=rules, validate_actions=True, device=device, seed=seed * 1_000_003 + chunk)
         torch.manual_seed(seed * 1_000_003 + chunk)  # for players that sample from the global generator
-        td = env.reset()
+        td = batch.reset()
         fill_turn = torch.full((n, N_BOXES), -1, dtype=torch.int64, device=device)
         regret_keep, regret_box = [], []
         for step in range(N_ROLLS * rules.n_turns):
@@ -52,11 +53,9 @@ def play_games(
             if regret_oracle is not None:
                 r = regret_oracle.regret(td[K.DICE], td[K.ROLL], td[K.CARD], keep, box)
                 (regret_box if int(td[K.ROLL][0]) == N_ROLLS - 1 else regret_keep).append(r)
-            td.set(K.KEEP, keep)
-            td.set(K.BOX, box)
             before = td[K.CARD]
             turn = td[K.TURN]
-            td = env.step(td)["next"]
+            td, _, _ = batch.step(keep, box)
             newly = (before == OPEN) & (td[K.CARD] != OPEN)
             fill_turn = torch.where(newly, turn.unsqueeze(-1), fill_turn)
             if step % N_ROLLS == N_ROLLS - 1:
@@ -78,17 +77,14 @@ def play_single_turns(
     player: Player, episodes: int, seed: int, rules: Rules, device: torch.device | str = "cpu"
 ) -> torch.Tensor:
     """Points scored in single turns (three decisions) from random partly filled cards."""
-    env = YahtzeeEnv(episodes, task="single_turn", start_card="random", rules=rules, device=device, seed=seed)
+    games = Games(episodes, task="single_turn", start_card="random", rules=rules, device=device, seed=seed)
     torch.manual_seed(seed)
-    td = env.reset()
+    td = games.reset()
     total = torch.zeros(episodes, device=device)
     for _ in range(N_ROLLS):
         keep, box = player.act(td)
-        td.set(K.KEEP, keep)
-        td.set(K.BOX, box)
-        nxt = env.step(td)["next"]
-        total += nxt[K.REWARD].squeeze(-1)
-        td = nxt
+        td, reward, _ = games.step(keep, box)
+        total += reward
     return total.cpu()
 
 

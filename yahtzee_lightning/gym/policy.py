@@ -71,7 +71,8 @@ class GymPolicyPlayer(Player):
             i = bad[0]
             raise ValueError(f"{self.name}: game {i}: action {a[i]} is not legal there (legal: its action_mask)")
         keep, box = split_actions(a)
-        return keep.to(obs.device), box.to(obs.device)
+        device = obs[K.CARD].device
+        return keep.to(device), box.to(device)
 
 
 def sb3_player(path: str | Path, rules: Rules | None = None, device: torch.device | str = "cpu") -> GymPolicyPlayer:

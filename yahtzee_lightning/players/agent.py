@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import torch
-from tensordict import TensorDictBase
 
+from ..env.games import Observation
 from ..game import Rules
 from ..nn import PolicyValueNet, distribution
 from ..solver.value import TurnValueNet
@@ -32,7 +32,7 @@ class AgentPlayer(Player):
         self.turn_value, self.win_value = turn_value, win_value
 
     @torch.no_grad()
-    def act(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+    def act(self, obs: Observation) -> tuple[torch.Tensor, torch.Tensor]:
         was_training = self.net.training
         self.net.eval()
         dist, _ = distribution(self.net, obs)

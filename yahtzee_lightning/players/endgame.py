@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import torch
-from tensordict import TensorDictBase
 
 from ..env import keys as K
+from ..env.games import Observation
 from ..game import OPEN
 from ..solver.endgame import last_turn, win_values
 from .base import Player
 
 
-def endgame_positions(obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+def endgame_positions(obs: Observation) -> tuple[torch.Tensor, torch.Tensor]:
     """``(applies (N,) bool, need (N,))``: the positions of a match where the player has its last
     turn and every opponent has finished, and the points it needs there (best opponent's final
     score minus its own score; it wins with more, draws with exactly that). Solitaire
@@ -42,7 +42,7 @@ class EndgamePlayer(Player):
         self.name = f"endgame:{getattr(base, 'name', type(base).__name__)}"
 
     @torch.no_grad()
-    def act(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+    def act(self, obs: Observation) -> tuple[torch.Tensor, torch.Tensor]:
         keep, box = self.base.act(obs)
         applies, need = endgame_positions(obs)
         if not bool(applies.any()):

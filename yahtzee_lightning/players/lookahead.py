@@ -17,10 +17,9 @@ import time
 from dataclasses import asdict, dataclass
 
 import torch
-from tensordict import TensorDictBase
 
-from ..env import YahtzeeEnv
 from ..env import keys as K
+from ..env.games import Games, Observation
 from ..game import Rules, card_total
 from ..game.rules import N_ROLLS, UPPER_BONUS_THRESHOLD, YAHTZEE_BOX
 from ..solver import OptimalTable, TurnOracle, turn_state
@@ -53,7 +52,7 @@ class LookaheadPlayer(OraclePlayer):
         all that the search of these cards' turns reads."""
         self.value(*successor_states(turn_state(cards, self.rules), self.rules).unbind(-1))
 
-    def act(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+    def act(self, obs: Observation) -> tuple[torch.Tensor, torch.Tensor]:
         self.prepare(obs[K.CARD])
         return super().act(obs)
 
@@ -88,18 +87,15 @@ def self_play_turns(
     states, returns = [], []
     for chunk, start in enumerate(range(0, games, batch_size)):
         n = min(batch_size, games - start)
-        env = YahtzeeEnv(n, rules=rules, validate_actions=True, device=device, seed=seed * 1_000_003 + chunk)
+        batch = Games(n, rules=rules, validate_actions=True, device=device, seed=seed * 1_000_003 + chunk)
         torch.manual_seed(seed * 1_000_003 + chunk)
-        td = env.reset()
+        td = batch.reset()
         at_start, so_far = [], []
         for step in range(N_ROLLS * rules.n_turns):
             if step % N_ROLLS == 0:
                 at_start.append(turn_state(td[K.CARD], rules))
                 so_far.append(card_total(td[K.CARD], td[K.YAHTZEE_BONUSES]))
-            keep, box = player.act(td)
-            td.set(K.KEEP, keep)
-            td.set(K.BOX, box)
-            td = env.step(td)["next"]
+            td, _, _ = batch.step(*player.act(td))
         final = card_total(td[K.CARD], td[K.YAHTZEE_BONUSES])
         states.append(torch.stack(at_start, 1).reshape(-1, 3))
         returns.append((final.unsqueeze(1) - torch.stack(so_far, 1)).reshape(-1))

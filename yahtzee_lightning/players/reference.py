@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import torch
-from tensordict import TensorDictBase
 
 from ..env import keys as K
+from ..env.games import Observation
 from ..game import N_BOXES, N_KEEPS, Rules
 from ..solver import OptimalTable, TurnOracle, load_or_solve
 from .base import Player
@@ -19,7 +19,7 @@ class OraclePlayer(Player):
         self.oracle = oracle
 
     @torch.no_grad()
-    def act(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+    def act(self, obs: Observation) -> tuple[torch.Tensor, torch.Tensor]:
         keep_values, box_values = self.oracle.action_values(obs[K.DICE], obs[K.ROLL], obs[K.CARD])
         return keep_values.argmax(-1), box_values.argmax(-1)
 
@@ -54,9 +54,10 @@ class RandomPlayer(Player):
         super().__init__(rules)
         self.generator = torch.Generator(device=device).manual_seed(seed)
 
-    def act(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
-        n, device = obs.batch_size, obs.device
+    def act(self, obs: Observation) -> tuple[torch.Tensor, torch.Tensor]:
+        legal = obs[K.BOX_MASK]
+        n, device = legal.shape[:-1], legal.device
         keep = torch.randint(0, N_KEEPS, n, device=device, generator=self.generator)
         noise = torch.rand(*n, N_BOXES, device=device, generator=self.generator)
-        box = noise.masked_fill_(~obs[K.BOX_MASK], -1).argmax(-1)
+        box = noise.masked_fill_(~legal, -1).argmax(-1)
         return keep, box

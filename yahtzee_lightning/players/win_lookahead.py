@@ -19,10 +19,9 @@ import time
 from dataclasses import asdict, dataclass
 
 import torch
-from tensordict import TensorDictBase
 
 from ..env import keys as K
-from ..env.multiplayer import MultiPlayerYahtzeeEnv
+from ..env.games import Observation
 from ..game import Rules
 from ..game.rules import N_ROLLS
 from ..solver import turn_state
@@ -35,7 +34,7 @@ from .lookahead import self_play_turns
 WIN_LOOKAHEAD_PREFIX = "winlookahead:"
 
 
-def match_key(obs: TensorDictBase, rules: Rules) -> torch.Tensor:
+def match_key(obs: Observation, rules: Rules) -> torch.Tensor:
     """``(N, 7)``: the mover's turn-start state, the opponent's, and the mover's lead."""
     if K.OPPONENT_CARDS not in obs.keys():
         raise ValueError("the win look-ahead needs a match observation (opponent_cards): use --players 2")
@@ -63,12 +62,12 @@ class WinLookaheadPlayer(Player):
         tabs = win_turn_tables(unique[:, :3], unique[:, 3:6], unique[:, 6], self.leaf, self.rules)
         return [t[..., inverse] for t in tabs]
 
-    def action_values(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+    def action_values(self, obs: Observation) -> tuple[torch.Tensor, torch.Tensor]:
         """``(keep_values (N, 32), box_values (N, 13))``: the expected leaf after each choice."""
         return position_values(*self._turns(match_key(obs, self.rules)), obs[K.DICE], obs[K.ROLL])
 
     @torch.no_grad()
-    def act(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+    def act(self, obs: Observation) -> tuple[torch.Tensor, torch.Tensor]:
         keep_values, box_values = self.action_values(obs)
         return keep_values.argmax(-1), box_values.argmax(-1)
 
@@ -141,6 +140,8 @@ def match_examples(
 ) -> Examples:
     """``player``'s own matches against ``opponent`` (seats alternated) in the two-player env: an
     example at each end of its turns (as :func:`paired_examples`; the match's last included)."""
+    from ..env.multiplayer import MultiPlayerYahtzeeEnv  # matches only: TorchRL loads here
+
     own, opp, lead, res = [], [], [], []
     for chunk, start in enumerate(range(0, games, batch_size)):
         n = min(batch_size, games - start)

@@ -21,9 +21,9 @@ from __future__ import annotations
 import math
 
 import torch
-from tensordict import TensorDictBase
 
 from ..env import keys as K
+from ..env.games import Observation
 from ..game import Rules
 from ..solver import OptimalTable, load_or_solve, turn_state
 from ..solver.cache import load_or_solve_moments
@@ -94,7 +94,7 @@ class WinSeekingPlayer(Player):
             parts.append([x for stage in (t.box, t.k2, t.k1) for x in stage])
         return [torch.cat(xs, -1)[..., inverse] for xs in zip(*parts, strict=True)]
 
-    def opponent_moments(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def opponent_moments(self, obs: Observation) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(mean, variance, third central moment) (N,)`` of the final score of the opponent with
         the highest expected one (every opponent is at the start of a turn)."""
         cards = obs[K.OPPONENT_CARDS]  # (N, P-1, 13)
@@ -105,7 +105,7 @@ class WinSeekingPlayer(Player):
         return tuple(x.gather(-1, best).squeeze(-1) for x in (mean, var, third))
 
     @torch.no_grad()
-    def choice_moments(self, obs: TensorDictBase) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    def choice_moments(self, obs: Observation) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """``(keeps, boxes)``: ``[mean, variance, third central moment]`` of the points to come
         after each of the 32 keeps ``(N, 32)`` and each of the 13 boxes ``(N, 13)`` when the
         optimal moves follow; the mean is -inf for an illegal box (its other moments 0)."""
@@ -125,7 +125,7 @@ class WinSeekingPlayer(Player):
         return moments([v[0] for v in per_order]), moments([v[1] for v in per_order])
 
     @torch.no_grad()
-    def win_values(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def win_values(self, obs: Observation) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(keep_win (N, 32), box_win (N, 13), keep_mean, box_mean)``: approximate
         ``P(win) + P(draw) / 2`` after each choice (-inf for illegal boxes), and the mean points
         to come after each (the optimal player's values)."""
@@ -142,7 +142,7 @@ class WinSeekingPlayer(Player):
         return chance(*keeps), chance(*boxes), keeps[0], boxes[0]
 
     @torch.no_grad()
-    def act(self, obs: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+    def act(self, obs: Observation) -> tuple[torch.Tensor, torch.Tensor]:
         keep_win, box_win, keep_mean, box_mean = self.win_values(obs)
         # The optimal player's move wherever it is as likely to win as the best one.
         keep = best_or_chosen(keep_win, keep_mean.argmax(-1), 1e-12)
