@@ -19,7 +19,7 @@ from torchrl.envs import Transform
 
 from ..game import N_BOXES, N_DICE, N_FACES, OPEN, Rules, box_options, dice_index, upper_sum
 from ..game.rules import N_ROLLS, UPPER_BONUS_THRESHOLD, YAHTZEE_BOX
-from ..game.tables import tables
+from ..game.tables import tables, take
 from . import keys as K
 
 FeatureFn = Callable[[TensorDictBase, Rules], torch.Tensor]
@@ -73,6 +73,7 @@ def _counts(td: TensorDictBase) -> torch.Tensor:
 #: Per device: the dice features of each of the 252 multisets, one row each (the one-hot of its
 #: sorted dice, then its face counts / 5): a state's dice features are one row lookup.
 _DICE_ROWS: dict[torch.device, torch.Tensor] = {}
+_ROLL_ROWS: dict[torch.device, torch.Tensor] = {}  # per device: the one-hot rows of the three rolls
 
 
 def _dice_rows(td: TensorDictBase) -> torch.Tensor:
@@ -121,7 +122,12 @@ def turn_progress(td: TensorDictBase, rules: Rules) -> torch.Tensor:
 
 @register_feature("roll_onehot", N_ROLLS, "which decision of the turn")
 def roll_onehot(td: TensorDictBase, rules: Rules) -> torch.Tensor:
-    return torch.nn.functional.one_hot(td[K.ROLL].long(), N_ROLLS).float()
+    # A row of the identity: one lookup, where ``one_hot`` checks the values' range on the host
+    # (two reads back from the device a step).
+    roll = td[K.ROLL]
+    if roll.device not in _ROLL_ROWS:
+        _ROLL_ROWS[roll.device] = torch.eye(N_ROLLS, device=roll.device)
+    return take(_ROLL_ROWS[roll.device], roll.long())
 
 
 @register_feature("joker_active", 1, "the dice are a Yahtzee and the Yahtzee box is filled")

@@ -155,7 +155,7 @@ class Games:
         rolling = state.roll < N_ROLLS - 1
         if self.validate_actions:
             check_action_range(keep, box, state)
-        box = torch.where(rolling, 0, box)  # the unused slot is ignored, whatever it holds
+        box = box.masked_fill(rolling, 0)  # the unused slot is ignored, whatever it holds
         result = engine.step(state, keep, box, self.rules, self.generator)
         if self.validate_actions and not bool(result.legal.all()):
             raise_illegal(state, box, result.legal)

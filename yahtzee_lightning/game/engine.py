@@ -183,12 +183,12 @@ def step(
     )
     scored = scoring & legal
     # A scoring game rolls all five (pattern 0 keeps nothing).
-    keep = torch.where(scoring, 0, keep.long())
+    keep = keep.long().masked_fill(scoring, 0)
     next_state = GameState(
         dice_idx=reroll(state.dice_idx, keep, generator=generator),
         card=new_card,  # unchanged where no box was scored
-        roll=torch.where(scoring, 0, state.roll + 1),
-        turn=state.turn + scored.long(),
+        roll=(state.roll + 1).masked_fill(scoring, 0),
+        turn=state.turn + scored,
         yahtzee_bonuses=new_bonus,
     )
     game_over = next_state.turn == len(rules.boxes)  # every box in play filled

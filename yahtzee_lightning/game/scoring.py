@@ -56,7 +56,7 @@ def _evaluate(
         # Full house and the straights take joker values only once the Yahtzee's own upper box is
         # filled (under the forced rule the dice must go there first; under free choice they may
         # go elsewhere, but then they are no joker). This is the rule behind 254.5896.
-        row = dice_idx + 252 * (joker & ~own_open).long()  # joker rows follow the base rows
+        row = dice_idx.add(joker > own_open, alpha=252)  # joker and its own box filled: the joker rows follow
         if rules.joker == "forced":
             boxes = torch.arange(N_BOXES, device=card.device) if chosen is None else chosen
             lower_open = (card[..., 6:] == OPEN).any(-1, keepdim=True)
@@ -71,14 +71,14 @@ def _evaluate(
     if not scores:
         return None, legal, None
     if rules.yahtzee_bonus:
-        bonus = (yahtzee & (yahtzee_box == 50)).long() * YAHTZEE_BONUS
+        bonus = (yahtzee & (yahtzee_box == 50)) * YAHTZEE_BONUS
     else:
         bonus = torch.zeros_like(dice_idx)
     if chosen is None:
         values = take(T.score_rows, row)
     else:
         values = take(T.score_rows.view(-1), row * N_BOXES + box.long())
-    return torch.where(legal, values, 0), legal, bonus
+    return values * legal, legal, bonus  # an illegal box scores 0
 
 
 def box_options(
@@ -119,8 +119,8 @@ def score_box(
     chosen = box.unsqueeze(-1)
     new_card = card.scatter(-1, chosen, torch.where(write, value, card.gather(-1, chosen).squeeze(-1)).unsqueeze(-1))
     crossed = write & (box < 6) & (before < UPPER_BONUS_THRESHOLD) & (before + value >= UPPER_BONUS_THRESHOLD)
-    bonus = torch.where(write, bonus, 0)
-    reward = torch.where(write, value, 0) + crossed.long() * UPPER_BONUS + bonus
+    bonus = bonus * write
+    reward = value * write + crossed * UPPER_BONUS + bonus
     return new_card, yahtzee_bonuses + bonus // YAHTZEE_BONUS, reward, legal
 
 

@@ -135,5 +135,10 @@ def tables(device: torch.device | str | None = None) -> Tables:
 
 
 def take(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """``table[index]`` along dim 0 as a fresh tensor (index_select: faster than indexing on CPU)."""
+    """``table[index]`` along dim 0 as a fresh tensor (index_select: faster than indexing on CPU).
+
+    A 1-D index (a batch of games) needs no reshape around it: two operators fewer a lookup, a
+    dozen lookups a game step."""
+    if index.dim() == 1:
+        return table.index_select(0, index)
     return table.index_select(0, index.reshape(-1)).reshape(index.shape + table.shape[1:])
