@@ -19,6 +19,14 @@ from .players import PLAYERS, Player, make_player
 SB3_PREFIX = "sb3:"  # a Stable-Baselines3 model zip: yahtzee_lightning.gym.policy.sb3_player
 
 
+def agent_source(name_or_path: str) -> str:
+    """Where an agent named by a user lives: the path as given where it exists, else the shipped agent
+    of that name (from any folder, or an installed package), else the name (a hub id)."""
+    if not Path(name_or_path).exists() and (ours := shipped.agent(name_or_path)) is not None:
+        return str(ours)
+    return name_or_path
+
+
 def load_agent(name_or_path: str, device: torch.device | str = "cpu", rules: Rules | None = None) -> Player:
     """A trained agent's player from a local agent folder or a hub id (``user/name``), or
     ``sb3:PATH``: a Stable-Baselines3 model zip, played under ``rules`` (it knows none of its own).
@@ -27,8 +35,7 @@ def load_agent(name_or_path: str, device: torch.device | str = "cpu", rules: Rul
         from .gym.policy import sb3_player
 
         return sb3_player(name_or_path.removeprefix(SB3_PREFIX), rules, device)
-    if not Path(name_or_path).exists() and (ours := shipped.agent(name_or_path)) is not None:
-        name_or_path = str(ours)  # a shipped agent by name (from any folder, or an installed package)
+    name_or_path = agent_source(name_or_path)
     if Path(name_or_path).exists() or "/" in name_or_path:
         from .hub import YahtzeeAgent  # networks and TensorDict load with the first agent
 
@@ -51,4 +58,4 @@ def player_factory(name_or_path: str, rules: Rules, device: torch.device | str) 
     return partial(resolve_player, name_or_path, rules, device)
 
 
-__all__ = ["load_agent", "player_factory", "resolve_player"]
+__all__ = ["agent_source", "load_agent", "player_factory", "resolve_player"]

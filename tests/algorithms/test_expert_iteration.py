@@ -81,3 +81,30 @@ def test_a_setting_that_would_need_the_table_or_has_no_search_is_refused(setting
     with pytest.raises(ValueError, match=why) as raised:
         ExpertIteration(games_per_batch=4, total_games=4, **{**TINY, **settings})
     assert "\n" not in str(raised.value)
+
+
+def test_an_exported_stage_searches_with_the_value_that_taught_it(tmp_path, default_table):
+    """export carries value_from's turn-start value into the agent (the same weights, said on the
+    card), and with --games puts its look-ahead beside the network alone on the card."""
+    from yahtzee_lightning.cli import main
+    from yahtzee_lightning.hub import YahtzeeAgent
+    from yahtzee_lightning.digest import VALUE_DIGEST
+
+    L.seed_everything(0)
+    model = ExpertIteration(
+        value_from=AGENT, d_h=16, n_layers=1, head_hidden=16, games_per_batch=4, total_games=8, **TINY
+    )
+    trainer = quiet_trainer()
+    trainer.fit(model)
+    trainer.save_checkpoint(tmp_path / "last.ckpt")
+    assert main(["export", str(tmp_path / "last.ckpt"), str(tmp_path / "stage"), "--games", "6"]) == 0
+    agent, teacher = YahtzeeAgent.from_pretrained(tmp_path / "stage"), YahtzeeAgent.from_pretrained(AGENT)
+    assert agent.turn_value is not None
+    assert agent.config["turn_value"][VALUE_DIGEST] == teacher.config["turn_value"][VALUE_DIGEST]
+    assert AGENT in agent.turn_value_info["taught_by"]
+    comparison = agent.turn_value_info["evaluation"]
+    assert comparison["games"] == 6 and comparison["network"]["mean"] == round(
+        agent.evaluation["summary"]["score"]["mean"], 2
+    )
+    card = (tmp_path / "stage" / "README.md").read_text()
+    assert "the agent whose search taught this one" in card and "| statistic | lookahead | network alone |" in card

@@ -89,6 +89,22 @@ class ExpertIteration(Distill):
             raise ValueError(f"value_from {name}: the agent plays {agent.rules.tag()}, this run {self.rules.tag()}")
         return lookahead_player(agent, name)
 
+    @classmethod
+    def complete_agent(cls, agent: Any, hparams: Any) -> None:
+        """The exported network carries the turn-start value that taught it (``value_from``'s): its
+        ``lookahead:`` searches as its teacher did. ``yahtzee-lightning turn-value`` on the agent
+        learns its own from its games in place of it."""
+        from ..hub import YahtzeeAgent
+        from ..resolve import agent_source
+
+        name = hparams["value_from"]
+        teacher = YahtzeeAgent.from_pretrained(agent_source(name))
+        agent.turn_value = teacher.turn_value
+        agent.turn_value_info = {
+            **teacher.turn_value_info,
+            "taught_by": f"the value of {name}, whose search labelled this network's games",
+        }
+
     def search_teacher(self) -> SearchTeacher:
         """The search on this module's device, as the labelling policy's oracle."""
         from ..players.lookahead import LookaheadPlayer

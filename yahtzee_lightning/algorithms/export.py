@@ -74,7 +74,9 @@ def agent_from_checkpoint(path: str | Path, member: str | None = None) -> Yahtze
     net.load_state_dict(state)
     info.setdefault("games", int(ckpt["state_dict"].get("updates_done", 0)) * hparams["games_per_batch"])
     info["hyperparameters"] = {k: v for k, v in hparams.items() if not k.startswith("_")}
-    return YahtzeeAgent(net.eval(), training=info)
+    agent = YahtzeeAgent(net.eval(), training=info)
+    cls.complete_agent(agent, hparams)
+    return agent
 
 
 def carried_config_of(path: str | Path) -> tuple[str, str] | None:

@@ -82,6 +82,11 @@ class Settings:
         rules = Rules(hparams.get("joker", "free"), hparams.get("yahtzee_bonus", True), tuple(boxes or range(13)))
         return {**{k: hparams[k] for k in cls.NETWORK_KEYS if k in hparams}, "rules": rules.to_dict()}
 
+    @classmethod
+    def complete_agent(cls, agent: Any, hparams: Any) -> None:
+        """What an agent exported from this algorithm's checkpoint carries beside its network
+        (nothing here; expert iteration adds the turn-start value whose search taught it)."""
+
     def build_network(self) -> torch.nn.Module:
         """The trained network (``self.net``); subclasses with another kind of network override it."""
         return PolicyValueNet(**self.network_kwargs(self.hparams))

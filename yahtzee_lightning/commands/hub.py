@@ -75,6 +75,12 @@ def export_main(argv: list[str] | None = None) -> int:
             from ..evaluation import evaluate
 
             agent.evaluation = evaluate(player, args.games, args.seed, player.rules, progress=True)
+            if agent.turn_value is not None:  # its look-ahead beside it, on the same games
+                from ..evaluation.protocol import lookahead_comparison
+                from ..players.lookahead import lookahead_player
+
+                search = lambda: lookahead_player(player, t["name"])  # noqa: E731
+                agent.turn_value_info["evaluation"] = lookahead_comparison(player, search, args.games, args.seed)
     from ..hub.agent import CARD_NAME, CONFIG_NAME, WEIGHTS_NAME
 
     names = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME] + ([Path(args.config).name] if args.config else [])

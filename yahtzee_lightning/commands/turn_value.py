@@ -14,7 +14,6 @@ import dataclasses
 import os
 import shlex
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -82,32 +81,6 @@ def diagnostic(value, player, games: int, seed: int) -> dict[str, Any]:
     }
 
 
-def compare(player, make_lookahead, games: int) -> dict[str, Any]:
-    """Both players over the protocol's ``games`` games (seed 0): mean, regret per game, keep and box,
-    by turn and by box, and the look-ahead's seconds per game on this machine (its table built)."""
-    from ..evaluation.protocol import evaluate, play_games
-
-    start = time.perf_counter()
-    lookahead = make_lookahead()
-    play_games(lookahead, games, 0, player.rules)  # the same games, timed without the regret's oracle
-    out = {"games": games, "seed": 0, "lookahead_seconds_per_game": round((time.perf_counter() - start) / games, 5)}
-    for key, who in (("lookahead", lookahead), ("network", player)):
-        start = time.perf_counter()
-        s = evaluate(who, games, 0, player.rules, with_optimal=False)["summary"]
-        r = s["regret"]
-        out[key] = {
-            "mean": round(s["score"]["mean"], 2),
-            "se": round(s["score"]["se"], 2),
-            "regret_per_game": round(r["per_game_mean"], 3),
-            "regret_per_keep": round(r["keep_mean"], 4),
-            "regret_per_box": round(r["box_mean"], 4),
-            "by_turn": [round(x, 3) for x in r["by_turn"]],
-            "by_box": {k: round(v, 3) for k, v in r["by_box"].items()},
-            "seconds_with_regret": round(time.perf_counter() - start, 1),
-        }
-    return out
-
-
 def load_average() -> float:
     """The machine's one-minute load average (0 where the system gives none)."""
     try:
@@ -150,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     check_count(parser, "games", values.get("games", 1), 1, MAX_GAMES, WHY_GAMES)
     check_seed(values.get("seed", 0), parser)
 
+    from ..evaluation.protocol import lookahead_comparison
     from ..hub import YahtzeeAgent
     from ..players.lookahead import ValueSettings, learn_turn_value, lookahead_player
     from .args import device_from_args
@@ -170,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     agent.turn_value, agent.turn_value_info = value, info
     player = agent.player(device=args.device)
     if evaluate_games:
-        info["evaluation"] = compare(player, lambda: lookahead_player(player, agent_dir, args.device), evaluate_games)
+        info["evaluation"] = lookahead_comparison(
+            player, lambda: lookahead_player(player, agent_dir, args.device), evaluate_games
+        )
     # Its seconds and the look-ahead's time a game mean little without the machine and how busy it was.
     info["machine"] = (
         f"{describe_machine()}; load average {load_at_start:.1f} at the start, {load_average():.1f} at the end"

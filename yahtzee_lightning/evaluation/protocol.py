@@ -9,6 +9,7 @@ box decisions. The same seed gives the same numbers.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 
 import torch
@@ -188,6 +189,31 @@ def evaluate(
         result["optimal"]["exact_expected_score"] = oracle.table.optimum
         result["scores"]["optimal"] = card_total(raw["card"], raw["bonuses"])
     return result
+
+
+def lookahead_comparison(player: Player, make_lookahead: Callable[[], Player], games: int, seed: int = 0) -> dict:
+    """The look-ahead beside the network alone over the same ``games`` games: mean, regret per game,
+    keep and box, by turn and by box, and the look-ahead's seconds per game on this machine (its
+    table built). What an agent's card shows of its ``lookahead:``."""
+    start = time.perf_counter()
+    lookahead = make_lookahead()
+    play_games(lookahead, games, seed, player.rules)  # the same games, timed without the regret's oracle
+    out = {"games": games, "seed": seed, "lookahead_seconds_per_game": round((time.perf_counter() - start) / games, 5)}
+    for key, who in (("lookahead", lookahead), ("network", player)):
+        start = time.perf_counter()
+        s = evaluate(who, games, seed, player.rules, with_optimal=False)["summary"]
+        r = s["regret"]
+        out[key] = {
+            "mean": round(s["score"]["mean"], 2),
+            "se": round(s["score"]["se"], 2),
+            "regret_per_game": round(r["per_game_mean"], 3),
+            "regret_per_keep": round(r["keep_mean"], 4),
+            "regret_per_box": round(r["box_mean"], 4),
+            "by_turn": [round(x, 3) for x in r["by_turn"]],
+            "by_box": {k: round(v, 3) for k, v in r["by_box"].items()},
+            "seconds_with_regret": round(time.perf_counter() - start, 1),
+        }
+    return out
 
 
 def to_json(result: dict) -> dict:

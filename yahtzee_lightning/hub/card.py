@@ -82,11 +82,13 @@ def turn_value_lines(entry: dict) -> list[str]:
     """The card's section on an agent's turn-start value: what it is, how it was learned, its
     digest, and, as a diagnostic only, how far it is from the exact values."""
     info = {k: v for k, v in entry.items() if k not in ("file", "network", VALUE_DIGEST)}
+    # An agent taught by a search (expert iteration) carries its teacher's value, learned from the teacher's games.
+    games = "the games of the agent whose search taught this one" if "taught_by" in info else "this agent's own games"
     lines = [
         TURN_VALUE_HEADING,
         "",
         f"`{entry['file']}` holds the expected points still to come from a card at the start of a turn, learned "
-        "from this agent's own games (no solver table and no oracle label in any loss). "
+        f"from {games} (no solver table and no oracle label in any loss). "
         "`lookahead:<this folder>` plays every keep and box by the exact expectation over the rest of the "
         "turn with this value at the turn's end.",
         "",
