@@ -74,6 +74,8 @@ def _counts(td: TensorDictBase) -> torch.Tensor:
 #: sorted dice, then its face counts / 5): a state's dice features are one row lookup.
 _DICE_ROWS: dict[torch.device, torch.Tensor] = {}
 _ROLL_ROWS: dict[torch.device, torch.Tensor] = {}  # per device: the one-hot rows of the three rolls
+_PROGRESS_ROWS: dict[tuple[int, int, torch.device], torch.Tensor] = {}
+UPPER_SUM_MAX = N_DICE * N_FACES * (N_FACES + 1) // 2  # 105: five of each face, each in its upper box
 
 
 def _dice_rows(td: TensorDictBase) -> torch.Tensor:
@@ -110,14 +112,26 @@ def card_mask(td: TensorDictBase, rules: Rules) -> torch.Tensor:
     return (td[K.CARD] == OPEN).float()
 
 
+def _progress_rows(top: int, scale: int, device: torch.device) -> torch.Tensor:
+    """``(top + 1, 1)``: ``min(i / scale, 1)`` for i = 0..top, computed once per device and read
+    with one lookup a step (the same floats as computing them: the same operators on the same values)."""
+    key = (top, scale, device)
+    if key not in _PROGRESS_ROWS:
+        i = torch.arange(top + 1, device=device)
+        _PROGRESS_ROWS[key] = (i.float() / scale).clamp(max=1).unsqueeze(-1)
+    return _PROGRESS_ROWS[key]
+
+
 @register_feature("bonus_progress", 1, "min(upper sum / 63, 1)")
 def bonus_progress(td: TensorDictBase, rules: Rules) -> torch.Tensor:
-    return (_upper_sum(td).float() / UPPER_BONUS_THRESHOLD).clamp(max=1).unsqueeze(-1)
+    up = _upper_sum(td)
+    return take(_progress_rows(UPPER_SUM_MAX, UPPER_BONUS_THRESHOLD, up.device), up)
 
 
 @register_feature("turn_progress", 1, "turn / (turns - 1)")
 def turn_progress(td: TensorDictBase, rules: Rules) -> torch.Tensor:
-    return (td[K.TURN].float() / max(rules.n_turns - 1, 1)).clamp(max=1).unsqueeze(-1)
+    turn = td[K.TURN]
+    return take(_progress_rows(N_BOXES, max(rules.n_turns - 1, 1), turn.device), turn)
 
 
 @register_feature("roll_onehot", N_ROLLS, "which decision of the turn")

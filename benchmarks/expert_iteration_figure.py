@@ -1,0 +1,52 @@
+"""Expert iteration's regret per stage: the network alone and with its search, beside the
+exact-teacher distilled agents (the ceiling at their widths), from a JSON of measured evaluations.
+
+    python benchmarks/expert_iteration_figure.py benchmarks/results/2026-11-27-expert-iteration.json \
+        docs/figures/expert_iteration_regret.png
+
+The JSON: ``{"stages": [{"stage": 0, "network": R, "search": R or null}, ...], "ceilings":
+[{"name": ..., "regret": R, "games": N}], "games": N, "seed": S}`` (regret per game against the
+optimum, from ``yahtzee-lightning evaluate --json``'s ``summary.regret.per_game_mean``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from yahtzee_lightning.study.drawing.canvas import new_figure, save_figure
+
+
+def draw(data: dict, out: Path) -> None:
+    fig, ax = new_figure(7, 4.2)
+    stages = data["stages"]
+    x = [s["stage"] for s in stages]
+    ax.plot(x, [s["network"] for s in stages], "o-", color="tab:blue", label="network alone")
+    searched = [(s["stage"], s["search"]) for s in stages if s.get("search") is not None]
+    if searched:
+        ax.plot(*zip(*searched, strict=True), "s--", color="tab:orange", label="network with its search (lookahead:)")
+    for ceiling, style in zip(data.get("ceilings", []), (":", "-."), strict=False):
+        label = f"{ceiling['name']} (exact teacher, {ceiling['games']:,} games)"
+        ax.axhline(ceiling["regret"], color="gray", linestyle=style, label=label)
+    ax.set_xticks(x, [str(v) for v in x])
+    ax.set_xlabel("expert-iteration stage (0: the self-play agent it starts from)")
+    ax.set_ylabel("regret per game (expected points lost)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"Protocol games: {data['games']:,}, seed {data['seed']}")
+    ax.legend(fontsize=8)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_figure(fig, out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("data", type=Path)
+    parser.add_argument("out", type=Path)
+    args = parser.parse_args()
+    draw(json.loads(args.data.read_text()), args.out)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
