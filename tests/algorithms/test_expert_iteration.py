@@ -87,8 +87,8 @@ def test_an_exported_stage_searches_with_the_value_that_taught_it(tmp_path, defa
     """export carries value_from's turn-start value into the agent (the same weights, said on the
     card), and with --games puts its look-ahead beside the network alone on the card."""
     from yahtzee_lightning.cli import main
-    from yahtzee_lightning.hub import YahtzeeAgent
     from yahtzee_lightning.digest import VALUE_DIGEST
+    from yahtzee_lightning.hub import YahtzeeAgent
 
     L.seed_everything(0)
     model = ExpertIteration(
