@@ -270,3 +270,20 @@ def test_every_turn_value_config_reads(path):
     assert (agent / "config.json").is_file()
     values.pop("diagnostic_games", None), values.pop("evaluate", None)
     ValueSettings(**values)
+
+
+def test_the_self_play_games_can_sample_the_agents_policy_for_more_varied_turn_starts(agent_folder, capsys):
+    """play: sample draws the self-play actions from the policy (other turn starts than its most likely
+    actions give, the same ones for the same seed); the network alone is still judged greedy; a play
+    that is neither is refused."""
+    agent = YahtzeeAgent.from_pretrained(agent_folder)
+    mode, _ = self_play_turns(agent.player(greedy=True), 30, 0, agent.player().rules)
+    sample, _ = self_play_turns(agent.player(greedy=False), 30, 0, agent.player().rules)
+    again, _ = self_play_turns(agent.player(greedy=False), 30, 0, agent.player().rules)
+    assert not torch.equal(mode, sample) and torch.equal(sample, again)
+    flags = ["--games", "30", "--hidden", "8", "--layers", "1", "--epochs", "1", "--td-rounds", "0", "--no-diagnostic"]
+    assert cli_main(["turn-value", "--agent", str(agent_folder), *flags, "--play", "sample"]) == 0
+    assert YahtzeeAgent.from_pretrained(agent_folder).turn_value_info["settings"]["play"] == "sample"
+    with pytest.raises(SystemExit):
+        cli_main(["turn-value", "--agent", str(agent_folder), *flags, "--play", "greedy"])
+    assert "play must be one of ('mode', 'sample'), got 'greedy'" in capsys.readouterr().err

@@ -16,7 +16,13 @@ def export_main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("checkpoint", help="a Lightning .ckpt written by fit")
     parser.add_argument("directory", help="the agent folder to write")
-    parser.add_argument("--games", type=int, default=10_000, help="evaluation games for the card (0: none)")
+    parser.add_argument(
+        "--games",
+        type=int,
+        default=10_000,
+        help="evaluation games for the card (0: none); an agent that carries a turn-start value "
+        "(expert iteration's) gets its look-ahead measured on the same games beside it",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the evaluation games (default: 0)")
     parser.add_argument("--name", default=None, help="the agent's name on its card (default: the folder's name)")
     parser.add_argument("--repo-id", default=None, help="the hub id the card's example should load")

@@ -34,9 +34,11 @@ SETTINGS_HELP = {
     "td_holdout": "share of the games held out of every fit, where each round's error to its own backups is "
     "measured (default 0: none)",
     "td_keep": "'last' round's value, or the 'best': lowest held-out error to its own backups (default last)",
+    "play": "how the agent plays its self-play games: 'mode' (its most likely action) or 'sample' (drawn from "
+    "its policy: more varied turn starts) (default mode)",
 }
 #: The settings that are not integers.
-SETTINGS_TYPES: dict[str, type] = {"lr": float, "td_holdout": float, "td_keep": str}
+SETTINGS_TYPES: dict[str, type] = {"lr": float, "td_holdout": float, "td_keep": str, "play": str}
 SETTINGS_FLAGS = tuple(SETTINGS_HELP)
 
 
@@ -135,8 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         parser.error(str(e))
     player = agent.player(device=args.device)
+    playing = agent.player(device=args.device, greedy=settings.play == "mode")  # its self-play games
     load_at_start = load_average()
-    value, info = learn_turn_value(player, settings, args.device, log=lambda line: print(line, file=sys.stderr))
+    value, info = learn_turn_value(playing, settings, args.device, log=lambda line: print(line, file=sys.stderr))
     info["command"] = "yahtzee-lightning turn-value " + shlex.join(sys.argv[2:] if argv is None else argv)
     if not args.no_diagnostic:
         info["diagnostic"] = diagnostic(value, player, diagnostic_games, settings.seed + 1)

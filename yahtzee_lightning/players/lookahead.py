@@ -138,6 +138,10 @@ class ValueSettings:
     regression, r the value after r rounds). ``td_keep``: ``"last"`` returns the last round's
     value, ``"best"`` the one of lowest held-out error (a measure of the value against itself:
     no table, no label). ``td_holdout`` 0 holds nothing out and records nothing.
+
+    ``play``: how the agent plays its self-play games, ``"mode"`` (its most likely action, as it
+    plays when evaluated) or ``"sample"`` (actions drawn from its policy: more varied turn starts,
+    which the backups, being exact over the turn, value as they would any other).
     """
 
     games: int = 50_000
@@ -151,6 +155,7 @@ class ValueSettings:
     td_epochs: int = 6
     td_holdout: float = 0.0
     td_keep: str = "last"
+    play: str = "mode"
 
     def __post_init__(self) -> None:
         for name in ("games", "hidden", "layers", "epochs", "batch_size", "td_epochs"):
@@ -164,6 +169,8 @@ class ValueSettings:
             raise ValueError(f"turn-value setting td_holdout must be in [0, 1), got {self.td_holdout}")
         if self.td_keep not in TD_KEEP:
             raise ValueError(f"turn-value setting td_keep must be one of {TD_KEEP}, got {self.td_keep!r}")
+        if self.play not in PLAY:
+            raise ValueError(f"turn-value setting play must be one of {PLAY}, got {self.play!r}")
         if self.td_keep == "best" and self.held_out_games == 0:
             raise ValueError(
                 f"turn-value setting td_keep 'best' measures on held-out games: td_holdout {self.td_holdout} "
@@ -178,6 +185,7 @@ class ValueSettings:
 
 #: ``td_keep``: the last round's value, or the one closest to its own backups on held-out games.
 TD_KEEP = ("last", "best")
+PLAY = ("mode", "sample")
 
 
 def with_successors(states: torch.Tensor, rules: Rules) -> torch.Tensor:
