@@ -4,9 +4,11 @@ exact-teacher distilled agents (the ceiling at their widths), from a JSON of mea
     python benchmarks/expert_iteration_figure.py benchmarks/results/2026-11-27-expert-iteration.json \
         docs/figures/expert_iteration_regret.png
 
-The JSON: ``{"stages": [{"stage": 0, "network": R, "search": R or null}, ...], "ceilings":
-[{"name": ..., "regret": R, "games": N}], "games": N, "seed": S}`` (regret per game against the
-optimum, from ``yahtzee-lightning evaluate --json``'s ``summary.regret.per_game_mean``).
+The JSON: ``{"stages": [{"stage": 0, "network": R, "search": R or null}, ...], "relearned":
+[{"stage": k, "search": R, "label": ...}], "ceilings": [{"name": ..., "regret": R, "games": N}],
+"games": N, "seed": S}`` (regret per game against the optimum, from ``yahtzee-lightning evaluate
+--json``'s ``summary.regret.per_game_mean``; ``relearned``: the search with a value learned again
+from that stage's own games).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ def draw(data: dict, out: Path) -> None:
     ax.plot(x, [s["network"] for s in stages], "o-", color="tab:blue", label="network alone")
     searched = [(s["stage"], s["search"]) for s in stages if s.get("search") is not None]
     if searched:
-        ax.plot(*zip(*searched, strict=True), "s--", color="tab:orange", label="network with its search (lookahead:)")
+        ax.plot(*zip(*searched, strict=True), "s--", color="tab:orange", label="with its search (lookahead:, the value it carries)")
+    for point, marker in zip(data.get("relearned", []), "^vD", strict=False):
+        ax.plot([point["stage"]], [point["search"]], marker, color="tab:red", linestyle="", label=point["label"])
     for ceiling, style in zip(data.get("ceilings", []), (":", "-."), strict=False):
         label = f"{ceiling['name']} (exact teacher, {ceiling['games']:,} games)"
         ax.axhline(ceiling["regret"], color="gray", linestyle=style, label=label)
