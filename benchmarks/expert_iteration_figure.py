@@ -27,7 +27,8 @@ def draw(data: dict, out: Path) -> None:
     ax.plot(x, [s["network"] for s in stages], "o-", color="tab:blue", label="network alone")
     searched = [(s["stage"], s["search"]) for s in stages if s.get("search") is not None]
     if searched:
-        ax.plot(*zip(*searched, strict=True), "s--", color="tab:orange", label="with its search (lookahead:, the value it carries)")
+        label = "with its search (lookahead:, the value it carries)"
+        ax.plot(*zip(*searched, strict=True), "s--", color="tab:orange", label=label)
     for point, marker in zip(data.get("relearned", []), "^vD", strict=False):
         ax.plot([point["stage"]], [point["search"]], marker, color="tab:red", linestyle="", label=point["label"])
     for ceiling, style in zip(data.get("ceilings", []), (":", "-."), strict=False):
