@@ -86,7 +86,10 @@ def export_main(argv: list[str] | None = None) -> int:
                 from ..players.lookahead import lookahead_player
 
                 search = lambda: lookahead_player(player, t["name"])  # noqa: E731
-                agent.turn_value_info["evaluation"] = lookahead_comparison(player, search, args.games, args.seed)
+                summary = agent.evaluation["summary"]  # the network's, on these games: not played again
+                agent.turn_value_info["evaluation"] = lookahead_comparison(
+                    player, search, args.games, args.seed, network=summary
+                )
     from ..hub.agent import CARD_NAME, CONFIG_NAME, WEIGHTS_NAME
 
     names = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME] + ([Path(args.config).name] if args.config else [])
