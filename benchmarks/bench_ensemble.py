@@ -14,7 +14,7 @@ prints where the time of a training step goes: the environment, the network's fo
 the backward pass, the optimiser, logging and the rest of Lightning.
 
     python benchmarks/bench_ensemble.py [--config conf/a2c_cpu.yaml] [--members 8] [--updates 12]
-        [--rounds 4] [--breakdown 1 8 32] [--accelerator cpu] [--json out.json]
+        [--rounds 4] [--breakdown 1 8 32] [--accelerator cpu] [--ensemble-update loop batched] [--json out.json]
 
 The last line printed: ``ensemble K=8 vs 8 single runs: <ratio>x games/s``.
 """
@@ -40,7 +40,9 @@ from _common import write_json  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def build(config: Path, updates: int, seed: int, ensemble: int | None) -> L.LightningModule:
+def build(
+    config: Path, updates: int, seed: int, ensemble: int | None, ensemble_update: str = "loop"
+) -> L.LightningModule:
     """The config's model with a budget of ``updates`` updates, no evaluations, seeded as a run is."""
     model = yaml.safe_load(config.read_text())["model"]
     module, _, name = model["class_path"].rpartition(".")
@@ -48,7 +50,7 @@ def build(config: Path, updates: int, seed: int, ensemble: int | None) -> L.Ligh
     args = dict(model.get("init_args", {}))
     args.update(total_games=updates * args["games_per_batch"], evaluations=1, final_eval_games=0, seed=seed)
     L.seed_everything(seed, verbose=False)
-    return cls(**args, ensemble=ensemble)
+    return cls(**args, ensemble=ensemble, ensemble_update=ensemble_update)
 
 
 class _Clock(L.Callback):
@@ -83,28 +85,42 @@ def fit(model: L.LightningModule, logs: str, accelerator: str = "cpu") -> float:
     return clock.seconds
 
 
-def compare(config: Path, members: int, updates: int, rounds: int, logs: str, accelerator: str) -> dict:
-    """Games per second of the ensemble and of the single runs, over ``rounds`` alternating rounds."""
+def compare(
+    config: Path,
+    members: int,
+    updates: int,
+    rounds: int,
+    logs: str,
+    accelerator: str,
+    modes: tuple[str, ...] = ("loop",),
+) -> dict:
+    """Games per second of the ensemble (each ``ensemble_update`` in ``modes``) and of the single
+    runs, over ``rounds`` rounds whose order turns (a shared machine's load falls on every side)."""
     games = yaml.safe_load(config.read_text())["model"]["init_args"]["games_per_batch"] * updates * members
-    wall = {"ensemble": 0.0, "single": 0.0}
+    sides = [*(f"ensemble {m}" for m in modes), "single"]
+    wall = dict.fromkeys(sides, 0.0)
     fit(build(config, 2, 0, members), logs, accelerator)  # warm-up: imports, tables, the oracle's solved table
     for r in range(rounds):
-        for side in ("ensemble", "single") if r % 2 == 0 else ("single", "ensemble"):
-            if side == "ensemble":
-                wall[side] += fit(build(config, updates, 0, members), logs, accelerator)
-            else:
+        for side in sides[r % len(sides) :] + sides[: r % len(sides)]:
+            if side == "single":
                 wall[side] += sum(fit(build(config, updates, k, None), logs, accelerator) for k in range(members))
+            else:
+                mode = side.split()[1]
+                wall[side] += fit(build(config, updates, 0, members, mode), logs, accelerator)
             print(f"  round {r + 1} {side}: {wall[side]:.1f} s so far", flush=True)
     rate = {side: rounds * games / s for side, s in wall.items()}
-    return {
+    out = {
         "config": str(config.relative_to(ROOT)) if config.is_relative_to(ROOT) else str(config),
         "members": members,
         "updates": updates,
         "rounds": rounds,
-        "ensemble_games_per_s": rate["ensemble"],
         "single_games_per_s": rate["single"],
-        "ratio": rate["ensemble"] / rate["single"],
     }
+    for m in modes:
+        out[f"ensemble_{m}_games_per_s"] = rate[f"ensemble {m}"]
+        out[f"ratio_{m}"] = rate[f"ensemble {m}"] / rate["single"]
+    first = modes[0]
+    return out | {"ensemble_games_per_s": rate[f"ensemble {first}"], "ratio": out[f"ratio_{first}"]}
 
 
 def breakdown(config: Path, members: int, updates: int, logs: str, accelerator: str) -> dict:
@@ -156,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--breakdown", type=int, nargs="*", default=[], help="ensemble sizes to profile")
     parser.add_argument("--accelerator", default="cpu", help="Lightning's accelerator (cpu, gpu)")
+    parser.add_argument(
+        "--ensemble-update", nargs="+", default=["loop"], choices=["loop", "batched"], help="the ensemble's update(s)"
+    )
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     if args.members < 1 or args.updates < 1 or args.rounds < 1:
@@ -175,14 +194,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"{part} {100 * share:.0f} %" for part, share in b.items() if part not in ("members", "seconds")
             )
             print(f"K={k}: {b['seconds']:.1f} s profiled; {shares}", flush=True)
-        r = compare(args.config, args.members, args.updates, args.rounds, logs, args.accelerator)
+        modes = tuple(args.ensemble_update)
+        r = compare(args.config, args.members, args.updates, args.rounds, logs, args.accelerator, modes)
     rows.append(r)
     write_json(args.json, "ensemble", rows, accelerator=args.accelerator)
-    print(
-        f"{r['config']}: ensemble {r['ensemble_games_per_s']:.0f} games/s, "
-        f"{r['members']} single runs {r['single_games_per_s']:.0f} games/s"
-    )
-    print(f"ensemble K={r['members']} vs {r['members']} single runs: {r['ratio']:.2f}x games/s")
+    for m in modes:
+        print(
+            f"{r['config']}: ensemble ({m}) {r[f'ensemble_{m}_games_per_s']:.0f} games/s, "
+            f"{r['members']} single runs {r['single_games_per_s']:.0f} games/s"
+        )
+    for m in modes:
+        print(f"ensemble ({m}) K={r['members']} vs {r['members']} single runs: {r[f'ratio_{m}']:.2f}x games/s")
     return 0
 
 

@@ -3,10 +3,11 @@
 Counts every aten operator a batch dispatches (``yahtzee_lightning/algorithms/op_count.py``), after
 two warm-up batches, over ``--batches`` batches, for the recipes the host-cost issue names and for
 packs of K members of the paper's A2C (one ensemble: its collection is one stacked forward pass, its
-update a loop over members today). A count does not depend on the network's width or the batch's
-games (the same operators on other shapes), so the packs run at 128 x 2 as the study does.
+update a loop over members, or with ``ensemble_update: batched`` one update of all of them). A
+count does not depend on the network's width or the batch's games (the same operators on other
+shapes), so the packs run at 128 x 2 as the study does.
 
-    python benchmarks/bench_ops.py [--batches 10] [--packs 1 6 64] [--json out.json]
+    python benchmarks/bench_ops.py [--batches 10] [--packs 1 6 64] [--updates loop batched] [--json out.json]
     yahtzee-lightning bench ops
 """
 
@@ -34,13 +35,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--packs", type=int, nargs="*", default=[1, 6, 64])
+    parser.add_argument("--updates", nargs="*", default=["loop", "batched"], help="a pack's ensemble_update")
     parser.add_argument("--json")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     runs = {name: recipe_args(ROOT / path, **extra) for name, (path, extra) in RECIPES.items()}
     for k in args.packs:
         small = {"gae_lambda": 0.0, "d_h": 128, "n_layers": 2, "head_hidden": 128, "ensemble": k if k > 1 else None}
-        runs[f"paper A2C at 128 x 2, a pack of K = {k}"] = recipe_args(ROOT / "conf/a2c.yaml", **small)
+        if k == 1:  # one run alone: the baseline of both
+            runs["paper A2C at 128 x 2, one run"] = recipe_args(ROOT / "conf/a2c.yaml", **small)
+            continue
+        for update in args.updates:
+            name = f"paper A2C at 128 x 2, a pack of K = {k} ({update})"
+            runs[name] = recipe_args(ROOT / "conf/a2c.yaml", **small, ensemble_update=update)
     rows = []
     print("| configuration | ops per batch | collection | a step | update (quiet / mean) | per game | top ops |")
     print("|---|---:|---:|---:|---:|---:|---|")

@@ -15,6 +15,7 @@ from yahtzee_lightning.algorithms.collection import Collection, _Updates
 from yahtzee_lightning.algorithms.diagnosis import Diagnosis
 from yahtzee_lightning.algorithms.ensemble import Ensemble
 from yahtzee_lightning.algorithms.evaluation import Evaluation
+from yahtzee_lightning.algorithms.packed import PackedUpdate
 from yahtzee_lightning.algorithms.policy_gradient import PolicyGradient
 from yahtzee_lightning.algorithms.settings import Settings
 
@@ -27,6 +28,7 @@ PARTS = [
     (Diagnosis, "self", host.DiagnosisHost),
     (Evaluation, "self", host.EvaluationHost),
     (Ensemble, "self", host.EnsembleHost),
+    (PackedUpdate, "self", host.PackedHost),
 ]
 
 

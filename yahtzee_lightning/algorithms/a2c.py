@@ -20,6 +20,8 @@ class A2C(OnPolicyAlgorithm):
     takes one coefficient where the study anneals one per head. Defaults: the study's A2C column.
     """
 
+    PACKABLE = True  # its steps through ``optimizer_step``: ``ensemble_update: batched`` maps them
+
     def __init__(
         self,
         gae_lambda: float = 0.0,

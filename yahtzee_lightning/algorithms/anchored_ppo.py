@@ -28,6 +28,8 @@ class AnchoredPPO(PPO):
     """PPO plus ``anchor`` x expected regret and ``anchor_ce`` x cross-entropy to the exact
     solitaire-optimal move on every visited position (the oracle labels them during collection)."""
 
+    PACKABLE = False  # its anchor's terms are not mapped over members: ``ensemble_update: batched`` is refused
+
     LOSS_TERMS = (*PPO.LOSS_TERMS, "anchor")
 
     def __init__(self, anchor: float = 0.1, anchor_ce: float = 0.0, **kwargs: Any) -> None:

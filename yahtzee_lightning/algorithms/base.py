@@ -40,6 +40,7 @@ from .collection import Collection, _Once, _Players, _Updates
 from .diagnosis import Diagnosis
 from .ensemble import Ensemble, lightning_log_step
 from .evaluation import Evaluation
+from .packed import PackedUpdate
 from .policy_gradient import PolicyGradient, masked_mean, read_stats
 from .resume import checkpoint_digest
 from .settings import Settings
@@ -47,7 +48,9 @@ from .settings import Settings
 __all__ = ["OnPolicyAlgorithm", "masked_mean", "read_stats", "_Once", "_Players", "_Updates"]
 
 
-class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosis, Evaluation, L.LightningModule):
+class OnPolicyAlgorithm(
+    Ensemble, PackedUpdate, Settings, Collection, PolicyGradient, Diagnosis, Evaluation, L.LightningModule
+):
     """Base of REINFORCE, A2C and PPO; hyperparameters: docs/hyperparameters.md.
 
     Task: ``task`` (full_game or single_turn), ``start_card`` (single turn: empty or random),
@@ -74,7 +77,10 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
     with ``reward`` (win, margin, fixed_target, moving_target, score); use features that see the
     opponents (the ``two_player`` preset). ``eval_opponent``: whom the evaluations play (default:
     the training opponent; in self-play, where that would always be about half, ``optimal``).
-    ``ensemble``: K members trained at once, each with its own seed and settings (:mod:`.ensemble`).
+    ``ensemble``: K members trained at once, each with its own seed and settings (:mod:`.ensemble`);
+    ``ensemble_update``: ``loop`` (each member's update in turn: a member learns the same weights,
+    to the bit, alone or in any pack) or ``batched`` (every member's update as one computation,
+    equal to the loop's to float tolerance: :mod:`.packed`).
     """
 
     def __init__(
@@ -126,6 +132,7 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
         log_every: int = 10,
         seed: int = 0,
         ensemble: int | list[dict[str, Any]] | dict[str, list[Any]] | None = None,
+        ensemble_update: str = "loop",
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -207,6 +214,8 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
 
     def configure_optimizers(self) -> Any:
         if self.in_ensemble():
+            if self.packed():
+                return self.configure_packed_optimizer()
             return self.ensemble_configure_optimizers(self.configure_optimizers)
         # foreach: one kernel per operation over all parameters rather than one per parameter
         # (the same arithmetic; torch only picks it by default on CUDA).
@@ -241,6 +250,11 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
     def step_optimizer(self, loss: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Backward, clip at ``tau_clip``, step. Returns the gradient norm and whether it was clipped
         (1.0 or 0.0), as tensors on the device: reading them here would wait for the device."""
+        if self._packing:
+            raise RuntimeError(
+                "a packed update (ensemble_update: batched) steps through optimizer_step(loss_fn, ...), "
+                "not step_optimizer"
+            )
         opt = self.optimizers()
         opt.zero_grad()
         self.manual_backward(loss)
@@ -284,25 +298,31 @@ class OnPolicyAlgorithm(Ensemble, Settings, Collection, PolicyGradient, Diagnosi
             stats = (self.diagnose(batch) if logs else {}) | self.update(batch, coefs)
         self.lr_schedulers().step()
         self.updates_done += 1
-        if not logs:
-            return
+        if logs:
+            self.log_update(batch, stats, coefs, self.optimizers().param_groups[0]["lr"])
+
+    def log_update(self, batch: TensorDictBase, stats: dict[str, Any], coefs: dict[str, float], lr: float) -> None:
+        """A logging update's metrics: the loss's ``stats``, the collapse metrics of the batch it
+        learnt from, the schedules (``coefs``, ``lr``), read from the device once and logged."""
+        h = self.hparams
         flat = batch.reshape(-1)
         rolling = flat[K.ROLL] < N_ROLLS - 1
         keeps = action_counts(flat[K.KEEP], N_KEEPS, rolling)
         boxes = action_counts(flat[K.BOX], N_BOXES, ~rolling)
         done = flat["next", K.DONE].squeeze(-1)
+        stats = dict(stats)
         stats.update(
             {
                 "episode_return": flat["next", K.REWARD].sum() / done.sum().clamp(min=1),
                 "kl": self.policy_drift(flat, flat[LOG_PROB]),
                 "mask_diversity": mask_diversity(keeps),
-                f"top{self.hparams.top_k}_keep_share": top_k_share(keeps, self.hparams.top_k),
-                f"top{self.hparams.top_k}_box_share": top_k_share(boxes, self.hparams.top_k),
-                "lr": self.optimizers().param_groups[0]["lr"],
-                "beta_roll": beta_roll,
-                "beta_score": beta_score,
+                f"top{h.top_k}_keep_share": top_k_share(keeps, h.top_k),
+                f"top{h.top_k}_box_share": top_k_share(boxes, h.top_k),
+                "lr": lr,
+                "beta_roll": coefs["beta_roll"],
+                "beta_score": coefs["beta_score"],
                 "gamma": coefs["gamma"],
-                "games": float(self.updates_done) * self.hparams.games_per_batch * self.world_size,
+                "games": float(self.updates_done) * h.games_per_batch * self.world_size,
             }
         )
         stats = read_stats(stats)  # the update's one read from the device

@@ -68,6 +68,7 @@ SHARED_SETTINGS = (
     "reset_value_head",
     "diagnose_games",
     "ensemble",
+    "ensemble_update",
 )
 
 _ALL = "all"  # ``_member`` while the stacked network plays every member's games
@@ -122,6 +123,7 @@ class Ensemble:
     SHARED_SETTINGS: tuple[str, ...] = SHARED_SETTINGS
     members: nn.ModuleList | None
     member_settings: list[dict[str, Any]] | None
+    _stacked: StackedNet | None = None  # the members' forward pass as one (an ensemble's, else None)
 
     # ----------------------------------------------------------------- building
     def build_ensemble(self) -> None:
@@ -163,6 +165,7 @@ class Ensemble:
         self.members = nn.ModuleList(nets)
         object.__setattr__(self, "_stacked", StackedNet(template, len(nets)))
         object.__setattr__(self, "net", nets[0])
+        self.check_packed_settings()
 
     @property
     def ensemble_size(self) -> int:
@@ -285,7 +288,10 @@ class Ensemble:
         return batch[k * n : (k + 1) * n]
 
     def ensemble_learn(self, learn: Any, batch: TensorDictBase) -> None:
-        """Each member's update on its own games, all at the same progress; then one update counted."""
+        """Each member's update on its own games, all at the same progress; then one update counted.
+        (``ensemble_update: batched``: every member's at once, :mod:`.packed`.)"""
+        if self.packed():
+            return self.packed_learn(batch)
         done = int(self.updates_done)
         for k in range(self.ensemble_size):
             with self.as_member(k):

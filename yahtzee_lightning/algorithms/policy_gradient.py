@@ -81,12 +81,17 @@ class PolicyGradient:
         return torch.cat([batch[VALUE][..., 1:], last_value.unsqueeze(-1)], dim=-1)
 
     def policy_gradient_step(
-        self, obs: TensorDictBase, advantage: torch.Tensor, returns: torch.Tensor, coefs: dict[str, float]
+        self, obs: TensorDictBase, advantage: torch.Tensor, returns: torch.Tensor, coefs: dict[str, Any]
     ) -> dict[str, torch.Tensor]:
-        """One optimizer step of ``-log pi * A + lambda_v (R - V)^2 - entropy bonus`` on flat steps.
+        """One optimizer step of :meth:`policy_gradient_loss`: the update of REINFORCE and A2C, which
+        differ only in the advantage ``A`` and return ``R`` they pass; returns the step's metrics
+        (still on the device). In a packed ensemble every member's step at once (:mod:`.packed`)."""
+        return self.optimizer_step(self.policy_gradient_loss, obs, advantage, returns, coefs)
 
-        The update of REINFORCE and A2C, which differ only in the advantage ``A`` and return ``R``
-        they pass; returns the step's metrics (still on the device).
+    def policy_gradient_loss(
+        self, obs: TensorDictBase, advantage: torch.Tensor, returns: torch.Tensor, coefs: dict[str, Any]
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """``-log pi * A + lambda_v (R - V)^2 - entropy bonus`` on flat steps, and its metrics.
 
         :param obs: ``(N,)`` flat steps (``batch.reshape(-1)``), with their recorded dropout masks.
         :param advantage: ``(N,)``, normalised here when ``normalize_advantage`` is set.
@@ -101,11 +106,9 @@ class PolicyGradient:
             "entropy": -self.entropy_bonus(ent_keep, ent_box, coefs),
         }
         loss = sum(parts.values())
-        grad_norm, clipped = self.step_optimizer(loss)
-
         parts |= {"entropy_roll": ent_keep, "entropy_score": ent_box}
-        stats = self.update_stats(loss, parts, advantage, value, returns, grad_norm, clipped)
-        return stats | (self.saturation(dist, log_prob) if self.logging_now else {})  # logged updates only
+        stats = self.update_stats(loss, parts, advantage, value, returns)
+        return loss, stats | (self.saturation(dist, log_prob) if self.logging_now else {})  # logged updates only
 
     def advantages(self, batch: TensorDictBase, gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
         """GAE(``lam``) advantages and their returns, both ``(games, steps)`` as the batch, from the
@@ -130,34 +133,37 @@ class PolicyGradient:
         advantage: torch.Tensor,
         value: torch.Tensor | None,
         target: torch.Tensor | None,
-        grad_norm: torch.Tensor,
-        clipped: torch.Tensor,
+        grad_norm: torch.Tensor | None = None,
+        clipped: torch.Tensor | None = None,
     ) -> dict[str, torch.Tensor]:
         """The metrics every update logs, as tensors (read once per update by :meth:`learn`);
-        ``value`` None when the loss reports explained variance."""
+        ``value`` None when the loss reports explained variance. The gradient's norm and clipping
+        are left out where the step is taken by :meth:`optimizer_step` (which adds them)."""
         stats = {
             "loss": loss.detach(),
             **{f"loss_{k}": v.detach() for k, v in parts.items()},
             "advantage_mean": advantage.mean(),
             "advantage_std": advantage.std(),
-            "grad_norm": grad_norm,
-            "grad_clipped": clipped,
         }
+        if grad_norm is not None:
+            stats |= {"grad_norm": grad_norm, "grad_clipped": clipped}
         if value is not None:
             stats["explained_variance"] = explained_variance(value.detach(), target)
         return stats
 
     @staticmethod
     def mean_stats(steps: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-        """Each metric's mean over the minibatches of an update, still on the device."""
-        return {k: torch.stack([s[k].float() for s in steps]).mean() for k in steps[0]}
+        """Each metric's mean over the minibatches of an update, still on the device (``(K,)`` means
+        in a packed ensemble's update, whose metrics are per member)."""
+        return {k: torch.stack([s[k].float() for s in steps]).mean(0) for k in steps[0]}
 
-    @staticmethod
-    def minibatches(batch: TensorDictBase, epochs: int, games_per_minibatch: int) -> Iterator[TensorDictBase]:
-        """``epochs`` passes over the batch's games in random minibatches, each flattened to steps."""
+    def minibatches(self, batch: TensorDictBase, epochs: int, games_per_minibatch: int) -> Iterator[TensorDictBase]:
+        """``epochs`` passes over the batch's games in random minibatches, each flattened to steps
+        (in a packed ensemble's update, each member's minibatch of its own games, member-major)."""
+        games = batch.shape[0] // self.members_learning
         for _ in range(epochs):
-            for idx in torch.randperm(batch.shape[0], device=batch.device).split(games_per_minibatch):
-                yield batch[idx].reshape(-1)
+            for idx in self.game_orders(games).split(games_per_minibatch, dim=-1):
+                yield batch[idx if idx.dim() == 1 else idx.reshape(-1)].reshape(-1)
 
     def normalize(self, advantage: torch.Tensor) -> torch.Tensor:
         """Advantages to zero mean and unit deviation over the minibatch where ``normalize_advantage``

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from tensordict import TensorDictBase
 
@@ -21,6 +23,8 @@ class PPO(OnPolicyAlgorithm):
     the batch (``games_per_minibatch`` None: 4 of the study's 20 games), so that a larger batch
     takes as many optimizer steps, not more.
     """
+
+    PACKABLE = True  # its steps through ``optimizer_step``: ``ensemble_update: batched`` maps them
 
     LOSS_TERMS = ("policy", "value", "entropy")  # the parts of ``loss_parts`` that are summed
 
@@ -71,27 +75,29 @@ class PPO(OnPolicyAlgorithm):
         h = self.hparams
         return h.games_per_minibatch or max(1, h.games_per_batch // 5)
 
-    def update(self, batch: TensorDictBase, coefs: dict[str, float]) -> dict[str, torch.Tensor]:
+    def update(self, batch: TensorDictBase, coefs: dict[str, Any]) -> dict[str, torch.Tensor]:
         h = self.hparams
         advantage, returns = self.advantages(batch, coefs["gamma"], h.gae_lambda)
         batch.set("advantage", advantage)
         batch.set("returns", returns)
 
-        steps = []  # each minibatch's metrics, kept on the device until the update is done
-        for mb in self.minibatches(batch, h.epochs, self.minibatch_games):
-            parts, ratio, value = self.loss_parts(mb, coefs)
-            loss = sum(parts[k] for k in self.LOSS_TERMS)
-            grad_norm, clipped = self.step_optimizer(loss)
-
-            signs = {k: parts.pop(k) for k in SATURATION if k in parts}  # metrics of their own, not loss terms
-            mb_stats = self.update_stats(loss, parts, mb["advantage"], value, mb["returns"], grad_norm, clipped)
-            mb_stats |= signs
-            mb_stats["clip_fraction"] = ((ratio - 1).abs() > h.clip_eps).float().mean()
-            steps.append(mb_stats)
+        steps = [  # each minibatch's metrics, kept on the device until the update is done
+            self.optimizer_step(self.minibatch_loss, mb, coefs)
+            for mb in self.minibatches(batch, h.epochs, self.minibatch_games)
+        ]
         return self.mean_stats(steps)
 
+    def minibatch_loss(self, mb: TensorDictBase, coefs: dict[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """One minibatch's loss (the sum of ``LOSS_TERMS``) and its metrics."""
+        parts, ratio, value = self.loss_parts(mb, coefs)
+        loss = sum(parts[k] for k in self.LOSS_TERMS)
+        signs = {k: parts.pop(k) for k in SATURATION if k in parts}  # metrics of their own, not loss terms
+        stats = self.update_stats(loss, parts, mb["advantage"], value, mb["returns"]) | signs
+        stats["clip_fraction"] = ((ratio - 1).abs() > self.hparams.clip_eps).float().mean()
+        return loss, stats
+
     def loss_parts(
-        self, mb: TensorDictBase, coefs: dict[str, float]
+        self, mb: TensorDictBase, coefs: dict[str, Any]
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
         """The loss terms of one minibatch (with ``advantage`` and ``returns``), its ratios and values."""
         h = self.hparams

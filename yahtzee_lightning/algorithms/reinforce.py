@@ -19,6 +19,8 @@ class Reinforce(OnPolicyAlgorithm):
     once as actor and once as critic. Defaults: the study's REINFORCE column.
     """
 
+    PACKABLE = True  # its steps through ``optimizer_step``: ``ensemble_update: batched`` maps them
+
     def __init__(
         self,
         lr: float = 1e-3,

@@ -37,7 +37,14 @@ class Settings:
             if not ok:
                 raise ValueError(f"{name} must be {rule}, got {h[name]!r}")
 
-        for name, options in (("task", TASKS), ("start_card", START_CARDS), ("reward", REWARDS)):
+        from .packed import ENSEMBLE_UPDATES
+
+        for name, options in (
+            ("task", TASKS),
+            ("start_card", START_CARDS),
+            ("reward", REWARDS),
+            ("ensemble_update", ENSEMBLE_UPDATES),
+        ):
             need(h[name] in options, name, f"one of {options}")
         for name in ("total_games", "games_per_batch", "evaluations", "eval_games", "top_k", "n_players", "log_every"):
             need(isinstance(h[name], int) and h[name] >= 1, name, "an integer >= 1")
@@ -154,12 +161,14 @@ class Settings:
     def progress(self) -> float:
         return float(self.updates_done) / self.total_updates
 
-    def gamma(self) -> float:
+    def gamma(self, progress: float | None = None) -> float:
+        """The discount at ``progress`` (default: now; given, it saves a read of the update counter)."""
         h = self.hparams
-        return h.gamma_min + (h.gamma_max - h.gamma_min) * self.progress
+        return h.gamma_min + (h.gamma_max - h.gamma_min) * (self.progress if progress is None else progress)
 
-    def entropy_coefs(self) -> tuple[float, float]:
-        h, f = self.hparams, self.progress
+    def entropy_coefs(self, progress: float | None = None) -> tuple[float, float]:
+        """Each head's entropy weight at ``progress`` (default: now)."""
+        h, f = self.hparams, self.progress if progress is None else progress
         return (
             anneal(f, h.beta_roll_max, h.beta_roll_min, h.entropy_hold, h.entropy_anneal),
             anneal(f, h.beta_score_max, h.beta_score_min, h.entropy_hold, h.entropy_anneal),

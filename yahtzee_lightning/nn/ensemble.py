@@ -100,10 +100,13 @@ PER_MEMBER_DEVICES = frozenset({"cpu"})
 
 class _Activation(_Batched):
     """An activation applied to each member's block of rows on its own where the device needs it
-    (see the module's docstring); elsewhere to the whole tensor, in one kernel."""
+    (see the module's docstring) and the members' numbers must not depend on their pack
+    (``exact``); elsewhere to the whole tensor, in one kernel."""
+
+    exact = True
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.members == 1 or x.device.type not in PER_MEMBER_DEVICES:
+        if self.members == 1 or not self.exact or x.device.type not in PER_MEMBER_DEVICES:
             return self.layer(x)
         blocks = x.reshape(self.members, -1).unbind(0)
         return torch.cat([self.layer(block) for block in blocks]).reshape(x.shape)
@@ -137,6 +140,7 @@ class StackedNet(nn.Module):
             elif any(True for _ in module.parameters(recurse=False)):
                 raise ValueError(f"StackedNet cannot batch {name} ({type(module).__name__}): it has weights")
         self._loaded = False
+        self._shared = False
         self._device = next(template.parameters()).device
 
     def fixed_features(self, obs: TensorDictBase) -> torch.Tensor | None:
@@ -153,9 +157,25 @@ class StackedNet(nn.Module):
         """As :meth:`PolicyValueNet.draw_dropout_mask` (member ``k``'s block from ``generator[k]``)."""
         return self.net.draw_dropout_mask(n, generator)
 
+    def share_(self, stacks: dict[str, torch.Tensor]) -> StackedNet:
+        """Read the members' weights from ``stacks`` (``(K, ...)`` per parameter name, as a member
+        names it) from now on: the live weights of a packed update, never copied again. A packed
+        update's members equal their single runs to float tolerance, not to the bit, so the
+        activations take the whole tensor here on every device (one operator, not K)."""
+        for name, twin in self._twins.items():
+            if isinstance(twin, _Activation):
+                twin.exact = False
+            for param, _ in twin.layer.named_parameters(recurse=False):
+                twin.weights[param] = stacks[f"{name}.{param}"]
+        self._loaded = self._shared = True
+        return self
+
     @torch.no_grad()
     def load_(self, nets: Sequence[nn.Module]) -> StackedNet:
-        """Take the members' current weights (a copy: call it again after they change)."""
+        """Take the members' current weights (a copy: call it again after they change; nothing to
+        do once :meth:`share_` gave it the live stacks)."""
+        if self._shared:
+            return self
         if len(nets) != self.members:
             raise ValueError(f"a StackedNet of {self.members} members was given {len(nets)} networks")
         device = next(nets[0].parameters()).device
