@@ -121,7 +121,7 @@ class Collection:
         generators = [torch.Generator(device=self.device).manual_seed(_mix(self.env_seed(s))) for s in seeds]
         policy = self.collection_policy()
         if isinstance(policy, PolicyModule):
-            policy.generators = generators
+            policy.read_ahead(generators)
             # It acts under dropout masks it draws and records; the update replays them (on-policy).
             policy.record_dropout = True
         return _Players(env, policy, generators)
@@ -181,6 +181,8 @@ class Collection:
         steps = N_ROLLS * (1 if self.hparams.task == "single_turn" else self.rules.n_turns)
         env, policy = self._players.env, self._players.policy
         played = []
+        if isinstance(policy, PolicyModule):
+            policy.plan(steps, env.batch_size[0])  # the batch's masks and action noise, drawn ahead
         with set_exploration_type(ExplorationType.RANDOM), eval_mode(self.net):
             td = env.reset()
             for t in range(steps):

@@ -14,7 +14,7 @@ from typing import NoReturn
 import torch
 
 from ..game import BOX_NAMES, N_BOXES, N_KEEPS, OPEN, GameState, Rules, card_total, engine, legal_mask
-from ..game.rules import N_ROLLS
+from ..game.rules import N_FACES, N_ROLLS
 from . import keys as K
 
 TASKS = ("full_game", "single_turn")
@@ -108,9 +108,15 @@ class Games:
         self.start_card = choice("start_card", start_card, START_CARDS)
         self.rules = rules if isinstance(rules, Rules) else Rules.from_dict(rules)
         self.validate_actions = validate_actions
-        self.generator: torch.Generator | list[torch.Generator]
+        self.generator: torch.Generator | engine.ReadAhead
         if isinstance(seed, Sequence):
-            self.generator = [torch.Generator(device=self.device).manual_seed(s) for s in seed]
+            # One generator a block of games (an ensemble member's), read ahead: a step's dice for
+            # every block in one slice (the same dice; with random start cards, whose draws are of
+            # other kinds from the same generators, they are drawn block by block as they come).
+            blocks = [torch.Generator(device=self.device).manual_seed(s) for s in seed]
+            self.generator = (
+                engine.ReadAhead(blocks, engine.randint(N_FACES), free=True) if self.start_card == "empty" else blocks
+            )
         else:
             self.generator = torch.Generator(device=self.device)
             self.generator.manual_seed(int(torch.empty((), dtype=torch.int64).random_()) if seed is None else seed)
@@ -123,7 +129,11 @@ class Games:
         """Reseed: generator i (of a list) gets ``seed + i``; None draws a seed."""
         if seed is None:
             seed = int(torch.empty((), dtype=torch.int64).random_())
-        for i, g in enumerate(self.generator if isinstance(self.generator, list) else [self.generator]):
+        generators = self.generator if isinstance(self.generator, list) else [self.generator]
+        if isinstance(self.generator, engine.ReadAhead):
+            self.generator.clear()  # its held dice came from the old seeds
+            generators = self.generator.generators
+        for i, g in enumerate(generators):
             g.manual_seed(seed + i)
 
     def current(self) -> GameState:

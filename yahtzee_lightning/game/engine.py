@@ -6,8 +6,11 @@ five dice ends the rolling early in effect (the dice stay), so every turn is thr
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
+from typing import Any
 
 import torch
 
@@ -45,25 +48,91 @@ class GameState:
         return GameState(**out)
 
 
+class ReadAhead:
+    """K generators' streams of one kind of draw, read ahead: every block's next values in one slice.
+
+    A pack of K members draws its games' dice, dropout masks and action noise from one generator a
+    member (so that a member's games do not depend on its pack), and drawing block by block cost
+    K calls and a concatenation a step, for each kind: most of what a pack of 64's collection
+    dispatched beyond one run's. Held here, the values of many steps are drawn at once, one call a
+    generator, and each step takes its share of every block with one slice.
+
+    ``make`` is the kind (``torch.rand``, or :func:`randint`'s partial for one range): one object
+    serves one kind, since a generator's stream of one kind is not that of another. A CPU
+    generator's stream is serial, so the values are those drawing each time would give, to the
+    bit (``tests/game/test_read_ahead.py``); on CUDA the same law, other numbers.
+
+    How far ahead: ``free`` generators (the env's dice: nothing else draws from them) read ahead
+    up to 64 draws at a time; the others only as far as :meth:`allow` says, and otherwise exactly
+    what is asked, since after these draws the generator has another user (a member's generator
+    draws its minibatch orders after the batch's noise) and nothing may be drawn that was its.
+    """
+
+    #: Values held at most, over all generators (a pack of K holds ``HELD // K`` a generator).
+    HELD = 1 << 24
+
+    def __init__(self, generators: Sequence[torch.Generator], make: Callable[..., torch.Tensor], free: bool = False):
+        self.generators, self.make, self.free = list(generators), make, free
+        self.budget = 0  # values a generator may still draw ahead of what is asked (``allow``)
+        self._held: torch.Tensor | None = None  # (K, n): each generator's values not yet served
+
+    def __len__(self) -> int:
+        return len(self.generators)
+
+    @property
+    def held(self) -> int:
+        """Values a generator holds, drawn and not yet served."""
+        return 0 if self._held is None else self._held.shape[1]
+
+    def allow(self, values: int) -> None:
+        """The next ``values`` values a generator will all be asked for: draw them ahead."""
+        self.budget = values
+
+    def clear(self) -> None:
+        """Forget the held values (after a generator is reseeded)."""
+        self._held, self.budget = None, 0
+
+    def __call__(self, make: Callable[..., torch.Tensor], shape: tuple[int, ...], device: Any) -> torch.Tensor:
+        """``make(shape)`` drawn by blocks of the leading dimension, one block a generator."""
+        if make is not self.make:
+            raise TypeError(f"a ReadAhead of {self.make} was asked for another kind of draw ({make})")
+        k = len(self.generators)
+        n = math.prod(shape) // k
+        have = self.held
+        if have < n:
+            ahead = n * 64 if self.free else self.budget
+            more = max(n - have, min(ahead, self.HELD // k))
+            self.budget = max(0, self.budget - more)
+            fresh = torch.stack([self.make((more,), device=device, generator=g) for g in self.generators])
+            self._held = fresh if have == 0 else torch.cat([self._held, fresh], 1)
+        out, self._held = self._held[:, :n], self._held[:, n:]
+        return out.reshape(shape)
+
+
 #: Where a batch's randomness comes from: the global generator (None), one generator, or one
 #: generator per equal block of the leading (games) dimension, so that each block of games (an
-#: ensemble member's) plays the same dice whatever the other blocks' generators were seeded with.
-Generators = torch.Generator | Sequence[torch.Generator] | None
+#: ensemble member's) plays the same dice whatever the other blocks' generators were seeded with
+#: (or those generators read ahead, :class:`ReadAhead`).
+Generators = torch.Generator | Sequence[torch.Generator] | ReadAhead | None
 
 
 def draw(
     make: Callable[..., torch.Tensor], shape: tuple[int, ...], device: torch.device | str | None, generator: Generators
 ) -> torch.Tensor:
-    """``make(shape, device=, generator=)`` (``torch.rand`` or a ``torch.randint`` partial), by blocks
+    """``make(shape, device=, generator=)`` (``torch.rand`` or a :func:`randint` partial), by blocks
     of the leading dimension when ``generator`` is a sequence (one call per generator)."""
     if generator is None or isinstance(generator, torch.Generator):
         return make(shape, device=device, generator=generator)
+    if isinstance(generator, ReadAhead):
+        return generator(make, shape, device)
     n = shape[0] // len(generator)
     return torch.cat([make((n, *shape[1:]), device=device, generator=g) for g in generator])
 
 
-def _randint(high: int) -> Callable[..., torch.Tensor]:
-    return lambda shape, **kw: torch.randint(0, high, shape, **kw)
+@functools.cache
+def randint(high: int) -> Callable[..., torch.Tensor]:
+    """``torch.randint(0, high, ...)`` as a ``make`` for :func:`draw` (one object per ``high``)."""
+    return functools.partial(torch.randint, 0, high)
 
 
 def roll_dice(
@@ -84,7 +153,7 @@ def reroll(
     if dice_idx is not None:
         shape, device = tuple(dice_idx.shape), dice_idx.device
     T = tables(device)
-    fresh = draw(_randint(N_FACES), (*shape, N_DICE), device, generator)
+    fresh = draw(randint(N_FACES), (*shape, N_DICE), device, generator)
     if dice_idx is not None and keep is not None:
         fresh = torch.where(take(T.keep_bits, keep), take(T.dice, dice_idx) - 1, fresh)
     code = (fresh * _powers(device)).sum(-1)
@@ -146,7 +215,7 @@ def random_partial_cards(
     card = empty_card(shape, rules, device)
     in_play = torch.tensor(rules.boxes, device=device)
     n = len(rules.boxes)
-    k = draw(_randint(n), shape, device, generator)
+    k = draw(randint(n), shape, device, generator)
     rank = draw(torch.rand, (*shape, n), device, generator).argsort(-1).argsort(-1)
     fill = rank < k.unsqueeze(-1)
     dice = roll_dice((*shape, n), device, generator)

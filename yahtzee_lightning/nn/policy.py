@@ -16,6 +16,7 @@ dropout masks it draws and records (``dropout_mask``), and the update replays th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -26,8 +27,8 @@ from torch.distributions import Bernoulli, Categorical, Distribution
 from torchrl.modules import ProbabilisticActor
 
 from ..env import keys as K
-from ..game import N_DICE, N_KEEPS
-from ..game.engine import keep_bits_to_pattern
+from ..game import N_BOXES, N_DICE, N_KEEPS
+from ..game.engine import ReadAhead, keep_bits_to_pattern
 from ..game.rules import N_ROLLS
 from .network import PolicyValueNet
 
@@ -202,12 +203,14 @@ def _normalized(logits: torch.Tensor) -> torch.Tensor:
     return logits - logits.logsumexp(dim=-1, keepdim=True)
 
 
-def _race(log_probs: torch.Tensor, generators: Sequence[torch.Generator] | None) -> torch.Tensor:
+def _race(log_probs: torch.Tensor, generators: Sequence[torch.Generator] | ReadAhead | None) -> torch.Tensor:
     """``log p + G`` (G standard Gumbel, ``-log(-log U)``): its argmax over a row is a sample of the
     row's categorical (the Gumbel-max trick; uniform draws and two logs cost a seventh of
     ``multinomial`` here, and of ``exponential_``). Block ``k`` of the rows draws from
     ``generators[k]`` (None: the process's generator), so that a member's samples depend on its
     own generator alone."""
+    if isinstance(generators, ReadAhead):
+        return log_probs - generators(torch.rand, log_probs.shape, log_probs.device).log_().neg_().log_()
     noise = torch.empty_like(log_probs)
     if generators is None:
         noise.uniform_()
@@ -227,8 +230,9 @@ class PolicyModule(TensorDictModuleBase):
         #: Act under freshly drawn dropout masks and write them (``dropout_mask``) for the update to
         #: replay: training's behaviour policy. False: the mean network (dropout off), as evaluation.
         self.record_dropout = record_dropout
-        #: One generator per member's block of games (a training run's own); None: the process's.
-        self.generators: list[torch.Generator] | None = None
+        #: One generator per member's block of games (a training run's own), or those generators
+        #: read ahead (:meth:`read_ahead`); None: the process's.
+        self.generators: list[torch.Generator] | ReadAhead | None = None
         self.in_keys = list(OBS_KEYS)
         self.out_keys = [K.KEEP, K.BOX, LOG_PROB, VALUE, FEATURES, DROPOUT_MASK]
 
@@ -258,6 +262,27 @@ class PolicyModule(TensorDictModuleBase):
         if mask is not None:
             td.set(DROPOUT_MASK, mask)
         return td
+
+    def read_ahead(self, generators: list[torch.Generator]) -> None:
+        """Draw the members' masks and action noise ahead, a batch at a time (:meth:`plan`): one
+        slice a step for every member, where drawing block by block cost a call a member. The same
+        numbers on the CPU. Only where every draw is a uniform one of this class's own sampling
+        (not a subclass's choice, not the Bernoulli keep head's draws): elsewhere block by block."""
+        own = type(self) is PolicyModule and self.net.config.get("roll_head", "categorical") == "categorical"
+        self.generators = ReadAhead(generators, torch.rand) if own else list(generators)
+
+    def plan(self, steps: int, rows: int) -> None:
+        """The next ``steps`` calls play ``rows`` rows (every member's): their draws are read ahead,
+        and nothing beyond them (a member's generator draws its minibatch orders next)."""
+        if not isinstance(self.generators, ReadAhead):
+            return
+        if self.generators.held:
+            raise RuntimeError(f"the last batch left {self.generators.held} drawn values unused a member")
+        per_row = N_KEEPS + N_BOXES  # the action noise of both heads
+        shape = getattr(self.net, "dropout_shape", None)
+        if self.record_dropout and not self.deterministic and shape:
+            per_row += math.prod(shape)
+        self.generators.allow(steps * rows // len(self.generators) * per_row)
 
     def sample(
         self, roll: torch.Tensor, roll_logits: torch.Tensor, box_logits: torch.Tensor
