@@ -6,8 +6,11 @@ checkpoint) and samples the GPU's utilisation (NVML, every 50 ms) through the ti
 
 * ``a2c``: the A2C recipe (``conf/a2c_long.yaml``, 128x2) at its own batch and at ``--big`` games;
 * ``study``: the study's configuration (``conf/ppo.yaml``: PPO 600x3, 20 games a batch) alone and
-  packed as ``--members`` K (one ensemble of K members: K x 20 games a step); the ratio of the
-  packed games/s to one member's is printed;
+  packed as ``--members`` K (one ensemble of K members: K x 20 games a step), its update a loop of
+  the members' and batched (``ensemble_update: batched``); the ratio of the packed games/s to one
+  member's is printed;
+* ``capture``: the A2C recipe with its game step captured (``capture: cudagraphs`` on CUDA,
+  ``compile`` elsewhere), beside the ``a2c`` phase's eager row;
 * ``profile``: torch.profiler over a few batches of those runs: the GPU's busy share (the sum of
   its kernels' time over the wall clock), kernels and host syncs per batch, and the host's top ops;
 * ``compile``: the study rows with the network's forward compiled (``torch.compile``:
@@ -16,7 +19,7 @@ checkpoint) and samples the GPU's utilisation (NVML, every 50 ms) through the ti
 * ``solver``: ``solve`` under the profiler (the optimal table: where its seconds go), in the
   device's default layout and in the CPU's grouped one.
 
-    python benchmarks/bench_gpu.py --device cuda [--phases a2c study solver profile compile]
+    python benchmarks/bench_gpu.py --device cuda [--phases a2c study capture solver profile compile]
         [--members 64] [--big 16384] [--batches 20] [--json out.json]
 
 On the CPU (``--device cpu --quick``) it runs the same code with tiny sizes, which is how the
@@ -194,7 +197,7 @@ def solver_row(device: str, flat: bool | None, quick: bool = False) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--phases", nargs="+", default=["a2c", "study", "solver", "profile", "compile"])
+    parser.add_argument("--phases", nargs="+", default=["a2c", "study", "capture", "solver", "profile", "compile"])
     parser.add_argument("--members", type=int, nargs="+", default=[64])
     parser.add_argument("--big", type=int, default=16384, help="games a batch of the A2C recipe's large row")
     parser.add_argument("--batches", type=int, default=20)
@@ -221,10 +224,16 @@ def main(argv: list[str] | None = None) -> int:
         alone = train_row("study config alone", STUDY, dev, b, 3, **small)
         rows.append(alone)
         for k in args.members:
-            row = train_row(f"study config packed K={k}", STUDY, dev, max(2, b // 4), 1, ensemble=k, **small)
-            row["over_one_member"] = row["games_per_s"] / alone["games_per_s"]
-            print(f"  packed K={k}: {row['over_one_member']:.1f}x one member alone", flush=True)
-            rows.append(row)
+            for update in ("loop", "batched"):
+                name = f"study config packed K={k}" + (", batched update" if update == "batched" else "")
+                row = train_row(name, STUDY, dev, max(2, b // 4), 1, ensemble=k, ensemble_update=update, **small)
+                row["over_one_member"] = row["games_per_s"] / alone["games_per_s"]
+                print(f"  packed K={k} ({update}): {row['over_one_member']:.1f}x one member alone", flush=True)
+                rows.append(row)
+        save()
+    if "capture" in args.phases:
+        capture = "cudagraphs" if torch.device(dev).type == "cuda" else "compile"
+        rows.append(train_row(f"A2C recipe, step captured ({capture})", A2C, dev, b, 3, capture=capture, **small))
         save()
     if "solver" in args.phases:
         for flat in (None, False):  # the device's default layout (a GPU's: flat), then the CPU's

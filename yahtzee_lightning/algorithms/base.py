@@ -29,6 +29,7 @@ import torch
 from tensordict import TensorDictBase
 
 from ..env import keys as K
+from ..env.games import check_capture
 from ..game import N_BOXES, N_KEEPS, Rules
 from ..game.rules import N_ROLLS
 from ..machine import apply_thread_rule
@@ -80,7 +81,9 @@ class OnPolicyAlgorithm(
     ``ensemble``: K members trained at once, each with its own seed and settings (:mod:`.ensemble`);
     ``ensemble_update``: ``loop`` (each member's update in turn: a member learns the same weights,
     to the bit, alone or in any pack) or ``batched`` (every member's update as one computation,
-    equal to the loop's to float tolerance: :mod:`.packed`).
+    equal to the loop's to float tolerance: :mod:`.packed`). ``capture``: the collection's game
+    step eager (``none``), compiled (``compile``: ``torch.compile``, any device) or replayed as a
+    CUDA graph (``cudagraphs``, CUDA only); the same games, the dice drawn outside the graph.
     """
 
     def __init__(
@@ -133,6 +136,7 @@ class OnPolicyAlgorithm(
         seed: int = 0,
         ensemble: int | list[dict[str, Any]] | dict[str, list[Any]] | None = None,
         ensemble_update: str = "loop",
+        capture: str = "none",
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -169,6 +173,8 @@ class OnPolicyAlgorithm(
             self.trainer.log_every_n_steps = self.hparams.log_every
             # This node's processes of the run share its cores (docs/guide.md, "Threads").
             apply_thread_rule(processes=self.trainer.num_devices)
+            # A capture the device cannot run: said now, before anything trains.
+            check_capture(self.hparams.capture, self.trainer.strategy.root_device)
         if stage == "fit":
             # One epoch is one evaluation interval; the number of epochs follows from the budget
             # (a smaller trainer.max_epochs stops early, e.g. to train part of a run).

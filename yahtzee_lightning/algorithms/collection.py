@@ -157,6 +157,7 @@ class Collection:
             start_card=h.start_card,
             validate_actions=False,
             device=self.device,
+            capture=h.get("capture", "none"),
             seed=seed,
         )
 

@@ -69,6 +69,7 @@ SHARED_SETTINGS = (
     "diagnose_games",
     "ensemble",
     "ensemble_update",
+    "capture",
 )
 
 _ALL = "all"  # ``_member`` while the stacked network plays every member's games

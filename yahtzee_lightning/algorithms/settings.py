@@ -28,7 +28,7 @@ class Settings:
         The network's settings are checked by the network itself (built next). A subclass with
         settings of its own extends this (``super().validate_settings()`` first).
         """
-        from ..env.games import START_CARDS, TASKS
+        from ..env.games import CAPTURES, START_CARDS, TASKS
         from ..env.multiplayer import REWARDS
 
         h = self.hparams
@@ -44,6 +44,7 @@ class Settings:
             ("start_card", START_CARDS),
             ("reward", REWARDS),
             ("ensemble_update", ENSEMBLE_UPDATES),
+            ("capture", CAPTURES),
         ):
             need(h[name] in options, name, f"one of {options}")
         for name in ("total_games", "games_per_batch", "evaluations", "eval_games", "top_k", "n_players", "log_every"):
@@ -66,6 +67,11 @@ class Settings:
                 need(0 <= h[name] <= 1, name, "in [0, 1]")
         for name in ("tau_clip", "lambda_v", "beta_roll_max", "beta_roll_min", "beta_score_max", "beta_score_min"):
             need(h[name] >= 0, name, ">= 0")
+        if h.capture != "none" and h.n_players >= 2:
+            raise ValueError(
+                f"capture: {h.capture} compiles the solitaire env's step; the match env (n_players {h.n_players}) "
+                "steps its opponents between the learner's steps: use capture: none"
+            )
         if h.total_games < h.games_per_batch:
             raise ValueError(f"total_games ({h.total_games}) must be at least games_per_batch ({h.games_per_batch})")
 

@@ -19,6 +19,11 @@ from . import keys as K
 
 TASKS = ("full_game", "single_turn")
 START_CARDS = ("empty", "random")
+#: How a step's arithmetic runs: eagerly (``none``), as one compiled function (``compile``:
+#: ``torch.compile``, fused kernels on any device) or as a replayed CUDA graph (``cudagraphs``:
+#: ``torch.compile``'s ``reduce-overhead`` mode, CUDA only). The dice are drawn before it, outside
+#: the compiled code, so a replayed graph rolls fresh dice every step.
+CAPTURES = ("none", "compile", "cudagraphs")
 
 #: An observation: the keys of :mod:`yahtzee_lightning.env.keys` to tensors with the games' batch
 #: shape in front. A TensorDict is one as well: players read it by key alone.
@@ -55,6 +60,17 @@ def observation(
         K.KEEP_MASK: keep_mask,
         K.BOX_MASK: box_mask,
     }
+
+
+def check_capture(capture: str, device: torch.device) -> str:
+    """``capture`` if this device can run it; else one line naming the setting and what would."""
+    choice("capture", capture, CAPTURES)
+    if capture == "cudagraphs" and device.type != "cuda":
+        raise ValueError(
+            f"capture: cudagraphs replays CUDA graphs and needs a CUDA device, not {device.type} "
+            "(capture: compile fuses the step on any device)"
+        )
+    return capture
 
 
 def check_action_range(keep: torch.Tensor, box: torch.Tensor, state: GameState) -> None:
@@ -97,6 +113,7 @@ class Games:
         validate_actions: bool = True,
         device: torch.device | str = "cpu",
         seed: int | Sequence[int] | None = None,
+        capture: str = "none",
     ) -> None:
         if not isinstance(num_games, int) or num_games < 1:
             raise ValueError(f"num_envs must be an int >= 1, got {num_games!r}")
@@ -108,6 +125,11 @@ class Games:
         self.start_card = choice("start_card", start_card, START_CARDS)
         self.rules = rules if isinstance(rules, Rules) else Rules.from_dict(rules)
         self.validate_actions = validate_actions
+        self.capture = check_capture(capture, self.device)
+        self._advance = self._advance_eagerly
+        if self.capture != "none":
+            mode = "reduce-overhead" if self.capture == "cudagraphs" else None
+            self._advance = torch.compile(self._advance_eagerly, dynamic=False, fullgraph=True, mode=mode)
         self.generator: torch.Generator | engine.ReadAhead
         if isinstance(seed, Sequence):
             # One generator a block of games (an ensemble member's), read ahead: a step's dice for
@@ -166,14 +188,28 @@ class Games:
         if self.validate_actions:
             check_action_range(keep, box, state)
         box = box.masked_fill(rolling, 0)  # the unused slot is ignored, whatever it holds
-        result = engine.step(state, keep, box, self.rules, self.generator)
-        if self.validate_actions and not bool(result.legal.all()):
-            raise_illegal(state, box, result.legal)
-        next_state = result.state
+        fresh = engine.fresh_faces((self.num_games,), self.device, self.generator)  # outside any graph
+        if self.capture == "cudagraphs":
+            torch.compiler.cudagraph_mark_step_begin()
+        out = self._advance(*state.tensors(), self.score, keep, box, fresh)
+        if self.capture == "cudagraphs":  # a replay overwrites its outputs: these are kept (the rollout)
+            out = tuple(t.clone() for t in out)
+        *tensors, score, reward, legal_box, done, legal = out
+        if self.validate_actions and not bool(legal_box.all()):
+            raise_illegal(state, box, legal_box)
+        self.state, self.score = GameState(*tensors), score
+        return observation(self.state, legal, score, self.keep_mask), reward, done
+
+    def _advance_eagerly(self, *args: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """A step's arithmetic on tensors alone (what ``capture`` compiles): the state's tensors,
+        the scores, the actions and the drawn faces in; the next state's tensors, the scores, the
+        rewards, whether each box was legal, whether each game is over and the next legal boxes out."""
+        *tensors, score, keep, box, fresh = args
+        state = GameState(*tensors)
+        result = engine.step(state, keep, box, self.rules, fresh=fresh)
         done = result.game_over
         if self.task == "single_turn":
             done = done | (state.roll == N_ROLLS - 1)
-        self.state = next_state
-        self.score = self.score + result.reward
-        legal = legal_mask(next_state.dice_idx, next_state.card, self.rules)
-        return observation(next_state, legal, self.score, self.keep_mask), result.reward, done
+        nxt = result.state
+        legal = legal_mask(nxt.dice_idx, nxt.card, self.rules)
+        return (*nxt.tensors(), score + result.reward, result.reward, result.legal, done, legal)

@@ -100,6 +100,9 @@ class YahtzeeEnv(EnvBase):
         seed: seeds the env's own generator; a list of K seeds gives each of K equal blocks of
             games its own generator (the games of an ensemble's members: a member's dice do not
             depend on the others' seeds; one seed in a list plays as that seed alone).
+        capture: ``none``, ``compile`` (the step's arithmetic as one compiled function) or
+            ``cudagraphs`` (that function replayed as a CUDA graph; CUDA only): see
+            :data:`~yahtzee_lightning.env.games.CAPTURES`. The same games for the same seed.
     """
 
     batch_locked = True
@@ -115,6 +118,7 @@ class YahtzeeEnv(EnvBase):
         validate_actions: bool = True,
         device: torch.device | str = "cpu",
         seed: int | Sequence[int] | None = None,
+        capture: str = "none",
     ) -> None:
         games = Games(
             num_envs,
@@ -124,6 +128,7 @@ class YahtzeeEnv(EnvBase):
             validate_actions=validate_actions,
             device=device,
             seed=seed,
+            capture=capture,
         )
         super().__init__(device=games.device, batch_size=torch.Size([num_envs]))
         self.games = games

@@ -38,6 +38,10 @@ class GameState:
     def score(self) -> torch.Tensor:
         return card_total(self.card, self.yahtzee_bonuses)
 
+    def tensors(self) -> tuple[torch.Tensor, ...]:
+        """Its fields in order (``GameState(*state.tensors())`` is ``state``): a compiled step's inputs."""
+        return tuple(getattr(self, f.name) for f in fields(self))
+
     def where(self, cond: torch.Tensor, other: GameState) -> GameState:
         """Per game, this state where ``cond`` else ``other``."""
         out = {}
@@ -135,6 +139,11 @@ def randint(high: int) -> Callable[..., torch.Tensor]:
     return functools.partial(torch.randint, 0, high)
 
 
+def fresh_faces(shape: tuple[int, ...], device: torch.device | str | None, generator: Generators) -> torch.Tensor:
+    """``(*shape, 5)`` faces 0..5: the roll of five dice of each game, of which a step keeps some."""
+    return draw(randint(N_FACES), (*shape, N_DICE), device, generator)
+
+
 def roll_dice(
     shape: tuple[int, ...], device: torch.device | str | None = None, generator: Generators = None
 ) -> torch.Tensor:
@@ -148,12 +157,15 @@ def reroll(
     shape: tuple[int, ...] | None = None,
     device: torch.device | str | None = None,
     generator: Generators = None,
+    fresh: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Re-roll the dice not kept. ``keep`` is a pattern index (0..31) or None (roll all)."""
+    """Re-roll the dice not kept. ``keep`` is a pattern index (0..31) or None (roll all).
+    ``fresh``: the five faces (0..5) each game would roll, drawn by the caller (:func:`fresh_faces`)."""
     if dice_idx is not None:
         shape, device = tuple(dice_idx.shape), dice_idx.device
     T = tables(device)
-    fresh = draw(randint(N_FACES), (*shape, N_DICE), device, generator)
+    if fresh is None:
+        fresh = fresh_faces(shape, device, generator)
     if dice_idx is not None and keep is not None:
         fresh = torch.where(take(T.keep_bits, keep), take(T.dice, dice_idx) - 1, fresh)
     code = (fresh * _powers(device)).sum(-1)
@@ -238,6 +250,7 @@ def step(
     box: torch.Tensor,
     rules: Rules,
     generator: Generators = None,
+    fresh: torch.Tensor | None = None,
 ) -> StepResult:
     """Advance every game by one decision: ``keep`` where ``roll < 2``, ``box`` where ``roll == 2``.
 
@@ -254,7 +267,7 @@ def step(
     # A scoring game rolls all five (pattern 0 keeps nothing).
     keep = keep.long().masked_fill(scoring, 0)
     next_state = GameState(
-        dice_idx=reroll(state.dice_idx, keep, generator=generator),
+        dice_idx=reroll(state.dice_idx, keep, generator=generator, fresh=fresh),
         card=new_card,  # unchanged where no box was scored
         roll=(state.roll + 1).masked_fill(scoring, 0),
         turn=state.turn + scored,

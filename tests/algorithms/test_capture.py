@@ -1,0 +1,56 @@
+"""``capture``: the collection's game step compiled (or replayed as a CUDA graph), the same games."""
+
+import pytest
+import torch
+from test_ensemble import TINY
+
+from yahtzee_lightning.algorithms import A2C
+from yahtzee_lightning.env.games import Games
+
+
+def _batches(capture: str, device: str = "cpu", **kwargs) -> list[torch.Tensor]:
+    """The dice and rewards of two batches collected by a fresh module (no Trainer: collection only)."""
+    torch.manual_seed(0)  # a single run's initial weights
+    model = A2C(**{**TINY, "games_per_batch": 4, "seed": 3, "capture": capture, **kwargs}).to(device)
+    out = []
+    for _ in range(2):  # two batches: the dice of the second are fresh ones, not the first's replayed
+        batch = model.collect()
+        out.append(torch.cat([batch["dice"].flatten(), batch["next", "reward"].flatten()]).clone())
+    return out
+
+
+@pytest.mark.slow("compiles the game step with torch.compile (inductor, a C++ compiler): about 20 s on 2 cores")
+@pytest.mark.parametrize("kwargs", [{}, {"ensemble": 2}], ids=["single", "pack"])
+def test_a_compiled_step_plays_the_games_of_the_eager_one(kwargs):
+    eager, compiled = _batches("none", **kwargs), _batches("compile", **kwargs)
+    for a, b in zip(eager, compiled, strict=True):
+        assert torch.equal(a, b)
+    assert not torch.equal(compiled[0], compiled[1])  # fresh dice every step, batch after batch
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: replays CUDA graphs")
+def test_a_cuda_graph_step_plays_fresh_dice_every_replay():
+    eager, replayed = _batches("none", "cuda"), _batches("cudagraphs", "cuda")
+    for a, b in zip(eager, replayed, strict=True):
+        assert torch.equal(a, b)
+    assert not torch.equal(replayed[0], replayed[1])
+
+
+def test_a_capture_the_device_or_env_cannot_run_is_refused_by_name():
+    with pytest.raises(ValueError, match="capture: cudagraphs replays CUDA graphs and needs a CUDA device, not cpu"):
+        Games(4, capture="cudagraphs")
+    with pytest.raises(ValueError, match=r"capture must be one of \('none', 'compile', 'cudagraphs'\)"):
+        A2C(**TINY, capture="graph")
+    with pytest.raises(ValueError, match="capture: compile compiles the solitaire env's step; the match env"):
+        A2C(**TINY, capture="compile", n_players=2, features="two_player")
+
+
+def test_a_cuda_capture_on_the_cpu_ends_in_one_line_before_training(tmp_path, capsys):
+    from test_cli import _fit
+
+    with pytest.raises(SystemExit) as exit_:
+        _fit(tmp_path, "a2c.yaml", "--model.init_args.capture=cudagraphs", "--trainer.accelerator=cpu")
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "capture: cudagraphs replays CUDA graphs and needs a CUDA device, not cpu" in err[-1]
+    assert not list(tmp_path.rglob("*.ckpt"))
