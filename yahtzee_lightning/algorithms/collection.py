@@ -122,6 +122,7 @@ class Collection:
         policy = self.collection_policy()
         if isinstance(policy, PolicyModule):
             policy.read_ahead(generators)
+            policy.set_capture(self.hparams.get("capture", "none"))
             # It acts under dropout masks it draws and records; the update replays them (on-policy).
             policy.record_dropout = True
         return _Players(env, policy, generators)

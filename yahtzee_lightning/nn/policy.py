@@ -203,30 +203,38 @@ def _normalized(logits: torch.Tensor) -> torch.Tensor:
     return logits - logits.logsumexp(dim=-1, keepdim=True)
 
 
+def uniform_noise(
+    shape: tuple[int, ...], device: torch.device, generators: Sequence[torch.Generator] | ReadAhead | None
+) -> torch.Tensor:
+    """Uniform draws of ``shape``, row block ``k`` from ``generators[k]`` (read ahead where they
+    are), so that a member's draws depend on its own generator alone; None: the process's."""
+    if isinstance(generators, ReadAhead):
+        return generators(torch.rand, shape, device)
+    noise = torch.empty(shape, device=device)
+    if generators is None:
+        return noise.uniform_()
+    for block, g in zip(noise.split(shape[0] // len(generators)), generators, strict=True):
+        block.uniform_(generator=g)
+    return noise
+
+
 def _race(log_probs: torch.Tensor, generators: Sequence[torch.Generator] | ReadAhead | None) -> torch.Tensor:
     """``log p + G`` (G standard Gumbel, ``-log(-log U)``): its argmax over a row is a sample of the
     row's categorical (the Gumbel-max trick; uniform draws and two logs cost a seventh of
-    ``multinomial`` here, and of ``exponential_``). Block ``k`` of the rows draws from
-    ``generators[k]`` (None: the process's generator), so that a member's samples depend on its
-    own generator alone."""
-    if isinstance(generators, ReadAhead):
-        return log_probs - generators(torch.rand, log_probs.shape, log_probs.device).log_().neg_().log_()
-    noise = torch.empty_like(log_probs)
-    if generators is None:
-        noise.uniform_()
-    else:
-        for block, g in zip(noise.split(noise.shape[0] // len(generators)), generators, strict=True):
-            block.uniform_(generator=g)
-    return log_probs - noise.log_().neg_().log_()
+    ``multinomial`` here, and of ``exponential_``)."""
+    return log_probs - uniform_noise(log_probs.shape, log_probs.device, generators).log_().neg_().log_()
 
 
 class PolicyModule(TensorDictModuleBase):
     """The actor for TorchRL collectors: samples an action, records its log-prob and the value."""
 
-    def __init__(self, net: PolicyValueNet, deterministic: bool = False, record_dropout: bool = False) -> None:
+    def __init__(
+        self, net: PolicyValueNet, deterministic: bool = False, record_dropout: bool = False, capture: str = "none"
+    ) -> None:
         super().__init__()
         self.net = net
         self.deterministic = deterministic
+        self.set_capture(capture)
         #: Act under freshly drawn dropout masks and write them (``dropout_mask``) for the update to
         #: replay: training's behaviour policy. False: the mean network (dropout off), as evaluation.
         self.record_dropout = record_dropout
@@ -245,11 +253,21 @@ class PolicyModule(TensorDictModuleBase):
         mask = None
         if self.record_dropout and not self.deterministic and getattr(self.net, "dropout_shape", None):
             mask = self.net.draw_dropout_mask(td.shape[0], self.generators)
-        with eval_mode(self.net):
-            roll_logits, box_logits, value = self.net(td, features) if mask is None else self.net(td, features, mask)
-        if roll_logits.shape[-1] == N_KEEPS and type(self).choose is PolicyModule.choose:
-            keep, box, log_prob = self.sample(td[K.ROLL], roll_logits, box_logits)
+        categorical = getattr(self.net, "config", {}).get("roll_head", "categorical") == "categorical"
+        if categorical and type(self).choose is PolicyModule.choose:  # the cheapest path (and the captured one)
+            noise = None if self.deterministic else self.action_noise(td.shape[0], td.device)
+            obs = {key: td.get(key) for key in OBS_KEYS}
+            if self.capture == "cudagraphs":
+                torch.compiler.cudagraph_mark_step_begin()
+            with eval_mode(self.net):
+                keep, box, log_prob, value = self._act(obs, features, mask, noise)
+            if self.capture == "cudagraphs":  # a replay overwrites its outputs: the rollout keeps these
+                keep, box, log_prob, value = (t.clone() for t in (keep, box, log_prob, value))
         else:  # the Bernoulli keep head, or a subclass's own choice: through the distribution
+            with eval_mode(self.net):
+                roll_logits, box_logits, value = (
+                    self.net(td, features) if mask is None else self.net(td, features, mask)
+                )
             dist = TurnDistribution(roll_logits, box_logits, td[K.ROLL])
             keep, box = self.choose(td, dist)
             log_prob = dist.log_prob(keep, box)
@@ -284,18 +302,49 @@ class PolicyModule(TensorDictModuleBase):
             per_row += math.prod(shape)
         self.generators.allow(steps * rows // len(self.generators) * per_row)
 
+    def set_capture(self, capture: str) -> None:
+        """How a step's forward pass and sampling run: eagerly (``none``), compiled (``compile``) or
+        replayed as a CUDA graph (``cudagraphs``; ``env.games.CAPTURES``). The masks and the noise
+        are drawn before, outside the compiled code: fresh at every replay."""
+        self.capture = capture
+        self._act = self._act_eagerly
+        if capture != "none":
+            mode = "reduce-overhead" if capture == "cudagraphs" else None
+            self._act = torch.compile(self._act_eagerly, dynamic=False, fullgraph=True, mode=mode)
+
+    def _act_eagerly(
+        self,
+        obs: dict[str, torch.Tensor],
+        features: torch.Tensor | None,
+        mask: torch.Tensor | None,
+        noise: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A step's arithmetic (what ``capture`` compiles): the forward pass and the sampling, from
+        the observation's tensors, its fixed features and the drawn masks and noise."""
+        roll_logits, box_logits, value = self.net(obs, features) if mask is None else self.net(obs, features, mask)
+        keep, box, log_prob = self.sample(obs[K.ROLL], roll_logits, box_logits, noise)
+        return keep, box, log_prob, value
+
+    def action_noise(self, rows: int, device: torch.device) -> torch.Tensor:
+        """``(rows, 32 + 13)`` uniform draws for the two heads' Gumbel noise (:func:`uniform_noise`)."""
+        return uniform_noise((rows, N_KEEPS + N_BOXES), device, self.generators)
+
     def sample(
-        self, roll: torch.Tensor, roll_logits: torch.Tensor, box_logits: torch.Tensor
+        self, roll: torch.Tensor, roll_logits: torch.Tensor, box_logits: torch.Tensor, noise: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(keep, box, log_prob)`` of the categorical heads as :class:`TurnDistribution` gives them
         (its mode, or a sample of the same law, and the roll-gated log-probability), on the
-        cheapest path: one noise draw for both heads, no distribution objects."""
+        cheapest path: one noise draw for both heads (``noise``, or drawn here), no distribution
+        objects. The sample is the Gumbel-max trick: the argmax of ``log p - log(-log U)`` over
+        each head's row (uniform draws and two logs cost a seventh of ``multinomial`` here)."""
         safe = torch.where(torch.isinf(box_logits).all(-1, keepdim=True), 0.0, box_logits)
         keep_lp, box_lp = _normalized(roll_logits), _normalized(safe)
         if self.deterministic:
             scores = torch.cat([roll_logits, box_logits], -1)
         else:
-            scores = _race(torch.cat([keep_lp, box_lp], -1), self.generators)
+            if noise is None:
+                noise = self.action_noise(roll.shape[0], roll.device)
+            scores = torch.cat([keep_lp, box_lp], -1) - noise.log().neg().log()
         keep, box = scores[..., :N_KEEPS].argmax(-1), scores[..., N_KEEPS:].argmax(-1)
         keep_chosen = keep_lp.gather(-1, keep.unsqueeze(-1)).squeeze(-1)
         box_chosen = box_lp.gather(-1, box.unsqueeze(-1)).squeeze(-1)
