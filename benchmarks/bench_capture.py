@@ -10,6 +10,11 @@ inside a compiled function.
 
     python benchmarks/bench_capture.py [--configs conf/a2c_long.yaml conf/a2c.yaml] [--rounds 6]
         [--batches 3] [--device cpu] [--json out.json]
+    python benchmarks/bench_capture.py --update [--configs conf/a2c.yaml conf/ppo.yaml] [--narrow]
+
+``--update`` times the update instead: each side trains 12 updates in a fit (seed 0), ``--rounds``
+fits a side alternating, and the median update's milliseconds (the logging updates, and the
+compiled side's first ones, which compile, left out) and how far the two sides' weights end apart.
 """
 
 from __future__ import annotations
@@ -79,6 +84,54 @@ def compare(config: str, rounds: int, batches: int, device: str, overrides: dict
     return row
 
 
+def fit_updates(config: str, capture: str, device: str, **overrides) -> tuple[list[float], torch.nn.Module]:
+    """The wall clock of each update (``learn``) of a 12-update fit, and the trained network."""
+    import lightning as L
+
+    from yahtzee_lightning.algorithms.trainer import quiet_trainer
+
+    games = recipe_args(ROOT / config)[1].get("games_per_batch", 20)
+    cls, args = recipe_args(ROOT / config, capture=capture, init_from=None, **overrides)
+    args.update(total_games=12 * games, evaluations=1, final_eval_games=0)
+    L.seed_everything(0, verbose=False)
+    model = cls(**args)
+    seconds: list[float] = []
+    learn = model.learn
+
+    def timed(batch):
+        t = time.perf_counter()
+        learn(batch)
+        if device != "cpu":
+            torch.cuda.synchronize()
+        seconds.append(time.perf_counter() - t)
+
+    model.learn = timed
+    quiet_trainer(accelerator=device, devices=1, max_epochs=1).fit(model)
+    return seconds, model.net
+
+
+def compare_updates(config: str, rounds: int, device: str, overrides: dict) -> dict:
+    ms: dict[str, list[float]] = {c: [] for c in SETTINGS}
+    nets = {}
+    for r in range(rounds):
+        for c in SETTINGS if r % 2 == 0 else SETTINGS[::-1]:
+            seconds, nets[c] = fit_updates(config, c, device, **overrides)
+            log_every = 10  # the recipes' logging cadence: update 10 logs (and compiles its own graph)
+            ms[c] += [1000 * s for i, s in enumerate(seconds) if i >= 2 and (i + 1) % log_every]
+    apart = max(
+        (a - b).abs().max().item() for a, b in zip(nets["none"].parameters(), nets["compile"].parameters(), strict=True)
+    )
+    return {
+        "config": config,
+        **overrides,
+        "device": device,
+        "rounds": rounds,
+        "none_update_ms": statistics.median(ms["none"]),
+        "compile_update_ms": statistics.median(ms["compile"]),
+        "weights_apart": apart,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", nargs="+", default=["conf/a2c_long.yaml", "conf/a2c.yaml"])
@@ -86,11 +139,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--update", action="store_true", help="time the update instead of the collection")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     overrides = {"d_h": 128, "n_layers": 2, "head_hidden": 128} if args.narrow else {}
     rows = []
+    if args.update:
+        print("| config | eager ms an update | compiled | weights apart after 12 updates |")
+        print("|---|---:|---:|---:|")
+        for config in args.configs:
+            r = compare_updates(config, args.rounds, args.device, overrides)
+            rows.append(r)
+            print(
+                f"| {config} | {r['none_update_ms']:.1f} | {r['compile_update_ms']:.1f} | {r['weights_apart']:.1e} |",
+                flush=True,
+            )
+        write_json(args.json, "capture_update", rows, device=args.device)
+        return 0
     print("| config | eager us a step | compiled | eager / compiled, by round | ops a step, eager -> compiled |")
     print("|---|---:|---:|---|---|")
     for config in args.configs:

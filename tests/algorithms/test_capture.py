@@ -54,3 +54,27 @@ def test_a_cuda_capture_on_the_cpu_ends_in_one_line_before_training(tmp_path, ca
     err = capsys.readouterr().err.strip().splitlines()
     assert "capture: cudagraphs replays CUDA graphs and needs a CUDA device, not cpu" in err[-1]
     assert not list(tmp_path.rglob("*.ckpt"))
+
+
+@pytest.mark.slow("compiles an update's loss, forward and backward (inductor): about 25 s on 2 cores")
+@pytest.mark.parametrize("algorithm", ["A2C", "PPO"])
+def test_a_compiled_update_learns_the_eager_updates_weights(algorithm):
+    import lightning as L
+
+    from yahtzee_lightning import algorithms
+    from yahtzee_lightning.algorithms.trainer import quiet_trainer
+
+    def build(capture: str):
+        L.seed_everything(0, verbose=False)
+        return getattr(algorithms, algorithm)(**{**TINY, "games_per_batch": 5, "total_games": 15, "capture": capture})
+
+    start = build("none").net  # the weights both runs start from
+    nets = []
+    for capture in ("none", "compile"):
+        model = build(capture)
+        quiet_trainer().fit(model)
+        nets.append(model.net)
+    for a, b in zip(nets[0].parameters(), nets[1].parameters(), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    moved = max((a - c).abs().max() for a, c in zip(nets[1].parameters(), start.parameters(), strict=True))
+    assert moved > 1e-4  # they learned: agreeing is not both standing still

@@ -264,6 +264,30 @@ class PackedUpdate:
             self._packing = False
             object.__setattr__(self, "net", saved)
 
+    def captured(self, loss_fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``loss_fn``, compiled where ``capture`` asks (forward and backward as fused kernels, by
+        ``torch.compile``'s default mode for either setting: a replayed graph would overwrite the
+        metrics an update keeps until its end), once per loss; as it is elsewhere."""
+        if self.hparams.get("capture", "none") == "none":
+            return loss_fn
+        cache = self.__dict__.setdefault("_compiled_losses", {})
+        key = getattr(loss_fn, "__func__", loss_fn)
+        if key not in cache:
+            cache[key] = torch.compile(loss_fn, dynamic=False)
+        return cache[key]
+
+    def _as_tensors(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A compiled loss's arguments: the numbers of a dict (the schedules' coefficients, new every
+        update) as tensors, which a compiled function reads as inputs rather than recompiling for."""
+        if self.hparams.get("capture", "none") == "none":
+            return args
+        return tuple(
+            {k: torch.tensor(v, device=self.device) if isinstance(v, float) else v for k, v in a.items()}
+            if isinstance(a, dict)
+            else a
+            for a in args
+        )
+
     @property
     def members_learning(self) -> int:
         """How many members the update being made learns at once: K in a packed update, else 1."""
@@ -288,7 +312,7 @@ class PackedUpdate:
         member-major, and a dict holds per-member ``(K,)`` tensors (or numbers shared by all): the
         loss runs once per member under ``vmap`` and every metric comes back ``(K,)``."""
         if not self._packing:
-            loss, stats = loss_fn(*args)
+            loss, stats = self.captured(loss_fn)(*self._as_tensors(args))
             grad_norm, clipped = self.step_optimizer(loss)
             return {"loss": loss.detach(), **stats, "grad_norm": grad_norm, "grad_clipped": clipped}
         k = self.ensemble_size
