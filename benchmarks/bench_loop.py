@@ -18,7 +18,8 @@ checkpoint) after ``--warmup`` updates, and reports:
 ``--side-by-side`` runs the two trees at the same time instead (one thread each on a 2-core box):
 on a busy machine both then see the same load. Without ``--baseline`` it measures this checkout
 alone. ``--set KEY=VALUE`` overrides a model
-setting in both trees (e.g. ``--set games_per_batch=1024``).
+setting in both trees (e.g. ``--set games_per_batch=1024``), ``--set-new KEY=VALUE`` in this
+checkout only (a setting the old code does not have: ``--set-new capture=compile``).
 """
 
 from __future__ import annotations
@@ -123,7 +124,8 @@ def _start(tree: Path, args: argparse.Namespace) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(args.threads)}
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--config", str(Path(args.config).resolve())]
     cmd += ["--updates", str(args.updates), "--warmup", str(args.warmup), "--threads", str(args.threads)]
-    cmd += ["--repeats", str(args.repeats), "--tmp", f"{args.tmp}/{tree.name}", *[f"--set={s}" for s in args.set]]
+    sets = args.set + (args.set_new if tree.resolve() == ROOT.resolve() else [])
+    cmd += ["--repeats", str(args.repeats), "--tmp", f"{args.tmp}/{tree.name}", *[f"--set={s}" for s in sets]]
     return subprocess.Popen(cmd, env=env, cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -154,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="collections and forwards timed for the position costs")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--set", action="append", default=[], help="KEY=VALUE: a model setting, both trees")
+    parser.add_argument("--set-new", action="append", default=[], help="KEY=VALUE: a model setting, this checkout only")
     parser.add_argument("--side-by-side", action="store_true", help="run the trees at once, each on its own core")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -170,8 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"round {r + 1}: " + "; ".join(f"{k} {v['games_per_s']:.0f} games/s" for k, v in row.items()), flush=True)
     keys = list(rounds[0]["new"])
     summary = {name: {k: statistics.median(r[name][k] for r in rounds) for k in keys} for name in trees}
+    settings = " ".join(args.set + [f"{s} (new only)" for s in args.set_new])
     print(
-        f"\n{Path(args.config).name} {' '.join(args.set)}, {args.updates} updates a run, {args.rounds} rounds, "
+        f"\n{Path(args.config).name} {settings}, {args.updates} updates a run, {args.rounds} rounds, "
         f"{args.threads} thread(s); medians:"
     )
     for name, values in summary.items():
