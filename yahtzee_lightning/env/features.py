@@ -54,6 +54,8 @@ _SHARED: ContextVar[dict[str, torch.Tensor] | None] = ContextVar("yahtzee_featur
 
 
 def _shared(name: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
+    if torch.compiler.is_compiling():  # a compiled step (``capture``): the compiler shares them itself
+        return compute()
     shared = _SHARED.get()
     if shared is None:
         return compute()
@@ -233,6 +235,8 @@ def feature_size(names: str | Sequence[str]) -> int:
 
 def encode(td: TensorDictBase, names: str | Sequence[str], rules: Rules) -> torch.Tensor:
     """The named features of the raw state, concatenated ``(..., feature_size(names))``."""
+    if torch.compiler.is_compiling():  # traced: no context variable (its common parts are computed once anyway)
+        return torch.cat([FEATURES[n].fn(td, rules) for n in resolve_features(names)], -1)
     token = _SHARED.set({})  # what the features share of this state, for this call only
     try:
         return torch.cat([FEATURES[n].fn(td, rules) for n in resolve_features(names)], -1)

@@ -249,21 +249,23 @@ class PolicyModule(TensorDictModuleBase):
         # The fixed features are computed here, once per step, and written for the update; so are
         # the dropout masks the step acts under (training's collection of a network with dropout).
         fixed = getattr(self.net, "fixed_features", None)  # a network of our own; another computes its own
-        features = fixed(td) if fixed is not None else None
         mask = None
         if self.record_dropout and not self.deterministic and getattr(self.net, "dropout_shape", None):
             mask = self.net.draw_dropout_mask(td.shape[0], self.generators)
         categorical = getattr(self.net, "config", {}).get("roll_head", "categorical") == "categorical"
-        if categorical and type(self).choose is PolicyModule.choose:  # the cheapest path (and the captured one)
+        if fixed is not None and categorical and type(self).choose is PolicyModule.choose:
+            # The cheapest path, and the captured one: features, forward and sampling in one function.
             noise = None if self.deterministic else self.action_noise(td.shape[0], td.device)
-            obs = {key: td.get(key) for key in OBS_KEYS}
+            obs = self.observation(td)
             if self.capture == "cudagraphs":
                 torch.compiler.cudagraph_mark_step_begin()
             with eval_mode(self.net):
-                keep, box, log_prob, value = self._act(obs, features, mask, noise)
+                out = self._act(obs, mask, noise)
             if self.capture == "cudagraphs":  # a replay overwrites its outputs: the rollout keeps these
-                keep, box, log_prob, value = (t.clone() for t in (keep, box, log_prob, value))
-        else:  # the Bernoulli keep head, or a subclass's own choice: through the distribution
+                out = tuple(t.clone() if t is not None else None for t in out)
+            keep, box, log_prob, value, features = out
+        else:  # the Bernoulli keep head, a subclass's own choice, another network: through the distribution
+            features = fixed(td) if fixed is not None else None
             with eval_mode(self.net):
                 roll_logits, box_logits, value = (
                     self.net(td, features) if mask is None else self.net(td, features, mask)
@@ -312,18 +314,20 @@ class PolicyModule(TensorDictModuleBase):
             mode = "reduce-overhead" if capture == "cudagraphs" else None
             self._act = torch.compile(self._act_eagerly, dynamic=False, fullgraph=True, mode=mode)
 
+    @staticmethod
+    def observation(td: TensorDictBase) -> dict[str, torch.Tensor]:
+        """The step's observation as a dict of its top-level tensors (any of which a feature may read)."""
+        return {k: v for k, v in td.items() if isinstance(v, torch.Tensor) and k not in ("done", "terminated")}
+
     def _act_eagerly(
-        self,
-        obs: dict[str, torch.Tensor],
-        features: torch.Tensor | None,
-        mask: torch.Tensor | None,
-        noise: torch.Tensor | None,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """A step's arithmetic (what ``capture`` compiles): the forward pass and the sampling, from
-        the observation's tensors, its fixed features and the drawn masks and noise."""
+        self, obs: dict[str, torch.Tensor], mask: torch.Tensor | None, noise: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """A step's arithmetic (what ``capture`` compiles): the fixed features, the forward pass and
+        the sampling, from the observation's tensors and the drawn masks and noise."""
+        features = self.net.fixed_features(obs)
         roll_logits, box_logits, value = self.net(obs, features) if mask is None else self.net(obs, features, mask)
         keep, box, log_prob = self.sample(obs[K.ROLL], roll_logits, box_logits, noise)
-        return keep, box, log_prob, value
+        return keep, box, log_prob, value, features
 
     def action_noise(self, rows: int, device: torch.device) -> torch.Tensor:
         """``(rows, 32 + 13)`` uniform draws for the two heads' Gumbel noise (:func:`uniform_noise`)."""
