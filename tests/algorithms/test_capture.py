@@ -28,6 +28,24 @@ def test_a_compiled_step_plays_the_games_of_the_eager_one(kwargs):
     assert not torch.equal(compiled[0], compiled[1])  # fresh dice every step, batch after batch
 
 
+@pytest.mark.slow("compiles the collection's step (inductor): about 10 s on 2 cores")
+def test_a_captured_step_dispatches_a_few_dozen_operators():
+    # Counted by the profiler (the op counter cannot see inside a compiled function): the aten calls
+    # at top level, those a compiled graph makes into libraries (the matrix products) included.
+    def per_step(capture: str) -> float:
+        torch.manual_seed(0)
+        model = A2C(**{**TINY, "boxes": None, "joker": "free", "games_per_batch": 4, "capture": capture})
+        model.collect()  # compiles
+        with torch.profiler.profile() as prof:
+            batch = model.collect()
+        top = [e for e in prof.events() if e.name.startswith("aten::")]
+        top = [e for e in top if not (e.cpu_parent and e.cpu_parent.name.startswith("aten::"))]
+        return len(top) / batch.shape[1]
+
+    eager, captured = per_step("none"), per_step("compile")
+    assert captured <= 60 < eager, (captured, eager)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: replays CUDA graphs")
 def test_a_cuda_graph_step_plays_fresh_dice_every_replay():
     eager, replayed = _batches("none", "cuda"), _batches("cudagraphs", "cuda")
