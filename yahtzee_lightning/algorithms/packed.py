@@ -267,8 +267,9 @@ class PackedUpdate:
     def captured(self, loss_fn: Callable[..., Any]) -> Callable[..., Any]:
         """``loss_fn``, compiled where ``capture`` asks (forward and backward as fused kernels, by
         ``torch.compile``'s default mode for either setting: a replayed graph would overwrite the
-        metrics an update keeps until its end), once per loss; as it is elsewhere."""
-        if self.hparams.get("capture", "none") == "none":
+        metrics an update keeps until its end), once per loss; as it is elsewhere, and in an
+        ensemble's loop (each member's network would be a graph of its own: K compilations)."""
+        if self.hparams.get("capture", "none") == "none" or self.members is not None:
             return loss_fn
         cache = self.__dict__.setdefault("_compiled_losses", {})
         key = getattr(loss_fn, "__func__", loss_fn)
@@ -279,7 +280,7 @@ class PackedUpdate:
     def _as_tensors(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         """A compiled loss's arguments: the numbers of a dict (the schedules' coefficients, new every
         update) as tensors, which a compiled function reads as inputs rather than recompiling for."""
-        if self.hparams.get("capture", "none") == "none":
+        if self.hparams.get("capture", "none") == "none" or self.members is not None:
             return args
         return tuple(
             {k: torch.tensor(v, device=self.device) if isinstance(v, float) else v for k, v in a.items()}
