@@ -101,7 +101,7 @@ def test_a_batched_pack_costs_about_one_members_operators():
     assert loop.quiet_update() >= 6 * one.quiet_update()
 
 
-def test_a_batched_pack_resumes_its_adam_and_exports_its_members(tmp_path):
+def test_a_batched_pack_resumes_its_adam_and_exports_its_members(tmp_path, capsys):
     from test_cli import _fit as cli_fit
 
     from yahtzee_lightning.cli import main

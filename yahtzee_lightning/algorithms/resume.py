@@ -32,8 +32,11 @@ def _warn_once(path: str | Path, what: str) -> None:
 
 
 #: Settings fixed by a checkpoint besides the network's (``NETWORK_KEYS`` of the module's class):
-#: the optimiser's ``lr``, and ``ensemble`` (the members it holds).
-FIXED_ON_RESUME = ("lr", "ensemble")
+#: the optimiser's ``lr``, ``ensemble`` (the members it holds) and ``ensemble_update`` (one Adam a
+#: member, or one over the stacked members: the optimiser state it holds).
+FIXED_ON_RESUME = ("lr", "ensemble", "ensemble_update")
+#: What a checkpoint written before a fixed setting existed held: that setting's value then.
+FIXED_BEFORE = {"ensemble_update": "loop"}
 
 
 class ResumeError(ValueError):
@@ -239,7 +242,7 @@ def resolve_ckpt_path(
 
 def check_overrides(model: L.LightningModule, ckpt: dict[str, Any], path: str) -> None:
     """Refuse a setting that differs from the checkpoint's where the checkpoint would win silently."""
-    saved = ckpt.get("hyper_parameters") or {}
+    saved = {**FIXED_BEFORE, **(ckpt.get("hyper_parameters") or {})}
     keys = (*getattr(type(model), "NETWORK_KEYS", ()), *FIXED_ON_RESUME)
     changed = [
         f"{k}={model.hparams[k]!r} (the checkpoint's: {saved[k]!r})"
