@@ -40,8 +40,6 @@ from tensordict import TensorDictBase
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from ..schedules import lr_factor
-
 #: The settings an ``ensemble_update: batched`` pack's members may differ in: what is computed on
 #: the host per member (its schedules) or applied per member outside the loss (clipping, Adam).
 PACKED_MEMBER_SETTINGS = frozenset(
@@ -112,20 +110,21 @@ class PackAdam(torch.optim.Optimizer):
         return loss
 
 
-def stack_weights(members: nn.ModuleList) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The members' parameters as one ``(K, P)`` tensor, and per parameter name its ``(K, ...)``
-    view; each member's parameters become views of its row (stepping the tensor steps the members)."""
+def stack_weights(members: nn.ModuleList) -> tuple[torch.Tensor, dict[str, slice], dict[str, torch.Tensor]]:
+    """The members' parameters as one ``(K, P)`` tensor, and per parameter name its columns and its
+    ``(K, ...)`` view; each member's parameters become views of its row (stepping the tensor steps
+    the members)."""
     names = [name for name, _ in members[0].named_parameters()]
     flat = torch.stack([torch.cat([m.get_parameter(n).detach().reshape(-1) for n in names]) for m in members])
-    stacks, start = {}, 0
+    columns, stacks, start = {}, {}, 0
     for name in names:
         shape = members[0].get_parameter(name).shape
-        size = math.prod(shape)
-        stacks[name] = flat[:, start : start + size].view(len(members), *shape)
+        columns[name] = slice(start, start + math.prod(shape))
+        stacks[name] = flat[:, columns[name]].view(len(members), *shape)
         for k, m in enumerate(members):
-            m.get_parameter(name).data = flat[k, start : start + size].view(shape)
-        start += size
-    return flat, stacks
+            m.get_parameter(name).data = flat[k, columns[name]].view(shape)
+        start = columns[name].stop
+    return flat, columns, stacks
 
 
 def clip_members(grad: torch.Tensor, tau: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -135,12 +134,6 @@ def clip_members(grad: torch.Tensor, tau: torch.Tensor) -> tuple[torch.Tensor, t
     norm = torch.linalg.vector_norm(grad, dim=1)
     grad.mul_((tau / (norm + 1e-6)).clamp(max=1.0).unsqueeze(1))
     return norm, (norm > tau).float()
-
-
-def view_columns(flat: torch.Tensor, view: torch.Tensor) -> slice:
-    """The columns of ``flat`` ``(K, P)`` that ``view`` (one parameter's ``(K, ...)``) covers."""
-    start = (view.data_ptr() - flat.data_ptr()) // flat.element_size()
-    return slice(start, start + view[0].numel())
 
 
 class _MemberNet:
@@ -194,7 +187,7 @@ class PackedUpdate:
         over the stacks; no Lightning schedule (each member's learning rate is set every update)."""
         if self.world_size > 1:
             raise ValueError("ensemble_update: batched trains on one device; use ensemble_update: loop under DDP")
-        flat, stacks = stack_weights(self.members)
+        flat, columns, stacks = stack_weights(self.members)
         object.__setattr__(self, "_flat", flat)
         object.__setattr__(self, "_stacks", stacks)
         object.__setattr__(self, "_template", copy.deepcopy(self.members[0]))
@@ -203,9 +196,9 @@ class PackedUpdate:
         scale = None
         if any(x != 1.0 for x in scales):  # the value head's weights at their members' scale
             scale = torch.ones_like(flat)
-            for name, view in stacks.items():
+            for name, cols in columns.items():
                 if name.startswith("value_head."):
-                    scale[:, view_columns(flat, view)] = torch.tensor(scales, device=flat.device).unsqueeze(1)
+                    scale[:, cols] = torch.tensor(scales, device=flat.device).unsqueeze(1)
         return {"optimizer": PackAdam(flat, scale)}
 
     def member_tensor(self, read: Callable[[], float]) -> torch.Tensor:
@@ -224,7 +217,7 @@ class PackedUpdate:
         beta = [self.member_tensor(lambda i=i: self.entropy_coefs(progress)[i]) for i in (0, 1)]
         coefs = {"beta_roll": beta[0], "beta_score": beta[1], "gamma": self.gamma(progress)}  # gamma: shared
         opt = self.optimizers().optimizer
-        opt.member_lr = self.member_tensor(lambda: self.hparams.lr * lr_factor(progress, *self._lr_shape()))
+        opt.member_lr = self.member_tensor(lambda: self.lr_at(progress))
         diagnosis = []
         if logs:  # before the update, as in the loop
             for k in range(self.ensemble_size):
@@ -246,10 +239,6 @@ class PackedUpdate:
         self.updates_done.fill_(done + 1)
         self._write_steps()
         self._log_bar(on_step=True)
-
-    def _lr_shape(self) -> tuple[float, float, float]:
-        h = self.hparams
-        return h.warmup, h.hold, h.r_alpha
 
     @contextlib.contextmanager
     def _packed_update(self) -> Iterator[None]:

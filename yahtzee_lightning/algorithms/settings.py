@@ -15,7 +15,7 @@ import torch
 from .. import shipped
 from ..game import Rules
 from ..nn import PolicyValueNet, transfer_weights
-from ..schedules import anneal
+from ..schedules import anneal, lr_factor
 from ..untrusted import check_count
 
 
@@ -166,6 +166,11 @@ class Settings:
     @property
     def progress(self) -> float:
         return float(self.updates_done) / self.total_updates
+
+    def lr_at(self, progress: float) -> float:
+        """The learning rate at ``progress``: ``lr`` on its warm-up / hold / decay schedule."""
+        h = self.hparams
+        return h.lr * lr_factor(progress, h.warmup, h.hold, h.r_alpha)
 
     def gamma(self, progress: float | None = None) -> float:
         """The discount at ``progress`` (default: now; given, it saves a read of the update counter)."""

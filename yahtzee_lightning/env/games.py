@@ -8,8 +8,8 @@ Both see the same games for the same seed: the dice come from here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 import torch
 
@@ -73,6 +73,23 @@ def check_capture(capture: str, device: torch.device) -> str:
     return capture
 
 
+def captured(fn: Callable[..., tuple], capture: str) -> Callable[..., tuple]:
+    """``fn`` (tensors in, a tuple of tensors out) as ``capture`` runs it: itself, compiled, or
+    replayed as a CUDA graph, whose outputs are copied out after each replay (the next replay
+    overwrites them, and a rollout keeps every step's)."""
+    if capture == "none":
+        return fn
+    if capture == "compile":
+        return torch.compile(fn, dynamic=False, fullgraph=True)
+    graph = torch.compile(fn, dynamic=False, fullgraph=True, mode="reduce-overhead")
+
+    def replay(*args: Any) -> tuple:
+        torch.compiler.cudagraph_mark_step_begin()
+        return tuple(t.clone() if t is not None else None for t in graph(*args))
+
+    return replay
+
+
 def check_action_range(keep: torch.Tensor, box: torch.Tensor, state: GameState) -> None:
     """A keep pattern outside 0..31 while rolling, or a box outside 0..12 when scoring: refused."""
     rolling = state.roll < N_ROLLS - 1
@@ -126,10 +143,7 @@ class Games:
         self.rules = rules if isinstance(rules, Rules) else Rules.from_dict(rules)
         self.validate_actions = validate_actions
         self.capture = check_capture(capture, self.device)
-        self._advance = self._advance_eagerly
-        if self.capture != "none":
-            mode = "reduce-overhead" if self.capture == "cudagraphs" else None
-            self._advance = torch.compile(self._advance_eagerly, dynamic=False, fullgraph=True, mode=mode)
+        self._advance = captured(self._advance_eagerly, self.capture)
         self.generator: torch.Generator | engine.ReadAhead
         if isinstance(seed, Sequence):
             # One generator a block of games (an ensemble member's), read ahead: a step's dice for
@@ -189,12 +203,7 @@ class Games:
             check_action_range(keep, box, state)
         box = box.masked_fill(rolling, 0)  # the unused slot is ignored, whatever it holds
         fresh = engine.fresh_faces((self.num_games,), self.device, self.generator)  # outside any graph
-        if self.capture == "cudagraphs":
-            torch.compiler.cudagraph_mark_step_begin()
-        out = self._advance(*state.tensors(), self.score, keep, box, fresh)
-        if self.capture == "cudagraphs":  # a replay overwrites its outputs: these are kept (the rollout)
-            out = tuple(t.clone() for t in out)
-        *tensors, score, reward, legal_box, done, legal = out
+        *tensors, score, reward, legal_box, done, legal = self._advance(*state.tensors(), self.score, keep, box, fresh)
         if self.validate_actions and not bool(legal_box.all()):
             raise_illegal(state, box, legal_box)
         self.state, self.score = GameState(*tensors), score

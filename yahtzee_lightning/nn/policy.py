@@ -27,6 +27,7 @@ from torch.distributions import Bernoulli, Categorical, Distribution
 from torchrl.modules import ProbabilisticActor
 
 from ..env import keys as K
+from ..env.games import captured
 from ..game import N_BOXES, N_DICE, N_KEEPS
 from ..game.engine import ReadAhead, keep_bits_to_pattern
 from ..game.rules import N_ROLLS
@@ -218,11 +219,16 @@ def uniform_noise(
     return noise
 
 
+def _gumbel(log_probs: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
+    """``log p + G`` (G standard Gumbel, ``-log(-log U)`` of the ``uniform`` draws): its argmax over a
+    row is a sample of the row's categorical (the Gumbel-max trick; uniform draws and two logs cost
+    a seventh of ``multinomial`` here, and of ``exponential_``)."""
+    return log_probs - uniform.log().neg().log()
+
+
 def _race(log_probs: torch.Tensor, generators: Sequence[torch.Generator] | ReadAhead | None) -> torch.Tensor:
-    """``log p + G`` (G standard Gumbel, ``-log(-log U)``): its argmax over a row is a sample of the
-    row's categorical (the Gumbel-max trick; uniform draws and two logs cost a seventh of
-    ``multinomial`` here, and of ``exponential_``)."""
-    return log_probs - uniform_noise(log_probs.shape, log_probs.device, generators).log_().neg_().log_()
+    """:func:`_gumbel` with fresh draws (row block ``k`` from ``generators[k]``)."""
+    return _gumbel(log_probs, uniform_noise(log_probs.shape, log_probs.device, generators))
 
 
 class PolicyModule(TensorDictModuleBase):
@@ -252,18 +258,11 @@ class PolicyModule(TensorDictModuleBase):
         mask = None
         if self.record_dropout and not self.deterministic and getattr(self.net, "dropout_shape", None):
             mask = self.net.draw_dropout_mask(td.shape[0], self.generators)
-        categorical = getattr(self.net, "config", {}).get("roll_head", "categorical") == "categorical"
-        if fixed is not None and categorical and type(self).choose is PolicyModule.choose:
+        if fixed is not None and self.categorical and type(self).choose is PolicyModule.choose:
             # The cheapest path, and the captured one: features, forward and sampling in one function.
             noise = None if self.deterministic else self.action_noise(td.shape[0], td.device)
-            obs = self.observation(td)
-            if self.capture == "cudagraphs":
-                torch.compiler.cudagraph_mark_step_begin()
             with eval_mode(self.net):
-                out = self._act(obs, mask, noise)
-            if self.capture == "cudagraphs":  # a replay overwrites its outputs: the rollout keeps these
-                out = tuple(t.clone() if t is not None else None for t in out)
-            keep, box, log_prob, value, features = out
+                keep, box, log_prob, value, features = self._act(self.observation(td), mask, noise)
         else:  # the Bernoulli keep head, a subclass's own choice, another network: through the distribution
             features = fixed(td) if fixed is not None else None
             with eval_mode(self.net):
@@ -288,7 +287,7 @@ class PolicyModule(TensorDictModuleBase):
         slice a step for every member, where drawing block by block cost a call a member. The same
         numbers on the CPU. Only where every draw is a uniform one of this class's own sampling
         (not a subclass's choice, not the Bernoulli keep head's draws): elsewhere block by block."""
-        own = type(self) is PolicyModule and self.net.config.get("roll_head", "categorical") == "categorical"
+        own = type(self) is PolicyModule and self.categorical
         self.generators = ReadAhead(generators, torch.rand) if own else list(generators)
 
     def plan(self, steps: int, rows: int) -> None:
@@ -309,10 +308,12 @@ class PolicyModule(TensorDictModuleBase):
         replayed as a CUDA graph (``cudagraphs``; ``env.games.CAPTURES``). The masks and the noise
         are drawn before, outside the compiled code: fresh at every replay."""
         self.capture = capture
-        self._act = self._act_eagerly
-        if capture != "none":
-            mode = "reduce-overhead" if capture == "cudagraphs" else None
-            self._act = torch.compile(self._act_eagerly, dynamic=False, fullgraph=True, mode=mode)
+        self._act = captured(self._act_eagerly, capture)
+
+    @property
+    def categorical(self) -> bool:
+        """Whether the network's keep head is the categorical one (the sampling this class does itself)."""
+        return getattr(self.net, "config", {}).get("roll_head", "categorical") == "categorical"
 
     @staticmethod
     def observation(td: TensorDictBase) -> dict[str, torch.Tensor]:
@@ -348,7 +349,7 @@ class PolicyModule(TensorDictModuleBase):
         else:
             if noise is None:
                 noise = self.action_noise(roll.shape[0], roll.device)
-            scores = torch.cat([keep_lp, box_lp], -1) - noise.log().neg().log()
+            scores = _gumbel(torch.cat([keep_lp, box_lp], -1), noise)
         keep, box = scores[..., :N_KEEPS].argmax(-1), scores[..., N_KEEPS:].argmax(-1)
         keep_chosen = keep_lp.gather(-1, keep.unsqueeze(-1)).squeeze(-1)
         box_chosen = box_lp.gather(-1, box.unsqueeze(-1)).squeeze(-1)
