@@ -287,3 +287,64 @@ def test_the_self_play_games_can_sample_the_agents_policy_for_more_varied_turn_s
     with pytest.raises(SystemExit):
         cli_main(["turn-value", "--agent", str(agent_folder), *flags, "--play", "greedy"])
     assert "play must be one of ('mode', 'sample'), got 'greedy'" in capsys.readouterr().err
+
+
+class Killed(Exception):
+    """Stands for a kill between two TD rounds."""
+
+
+def test_a_killed_value_learning_resumes_from_its_last_round_to_the_same_value(tmp_path):
+    """The value is saved after every TD round; the same call again goes on from there (the same
+    games drawn again from their seed) and ends with the weights of a run never killed; the rounds
+    file of other settings is refused, and a finished learning leaves none behind."""
+    torch.manual_seed(0)
+    player = YahtzeeAgent(PolicyValueNet(**SMALL), training={"name": "tiny"}).player()
+    settings = replace(TINY, td_rounds=3, td_holdout=0.25, td_keep="best")
+    whole, whole_info = learn_turn_value(player, settings, log=lambda _: None)
+    rounds = tmp_path / "rounds.safetensors"
+
+    def kill_after_round_two(line):
+        if line.startswith("TD round 2:"):
+            raise Killed
+
+    with pytest.raises(Killed):
+        learn_turn_value(player, settings, log=kill_after_round_two, rounds_file=rounds)
+    assert rounds.is_file()
+    with pytest.raises(ValueError, match="rounds of other settings"):
+        learn_turn_value(player, replace(settings, seed=1), log=lambda _: None, rounds_file=rounds)
+    lines = []
+    resumed, info = learn_turn_value(player, settings, log=lines.append, rounds_file=rounds)
+    assert f"resuming after TD round 2 from {rounds}" in lines and not any(x.startswith("TD round 1:") for x in lines)
+    for a, b in zip(resumed.state_dict().values(), whole.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    assert info["td_residual"] == whole_info["td_residual"] and info["kept_round"] == whole_info["kept_round"]
+    assert info["td_mse"] == whole_info["td_mse"] and not rounds.exists()
+
+
+def test_a_warm_start_goes_on_from_the_agents_own_value(agent_folder, capsys):
+    """warm_start begins the TD rounds at the value the agent carries (no returns regression): with no
+    rounds it gives that value back, and its first held-out error is that value's own; a value of
+    another width is refused naming both, and an agent without a value in one line with the command."""
+    torch.manual_seed(0)
+    player = YahtzeeAgent(PolicyValueNet(**SMALL), training={"name": "tiny"}).player()
+    start, _ = learn_turn_value(player, TINY, log=lambda _: None)
+    warm = replace(TINY, warm_start=True, td_rounds=0, td_holdout=0.25, seed=3)
+    value, info = learn_turn_value(player, warm, log=lambda _: None, init=start)
+    for a, b in zip(value.state_dict().values(), start.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    held = with_successors(self_play_turns(player, 40, 3, player.rules)[0][30 * 13 :], player.rules)
+    assert info["td_residual"][0] == pytest.approx(backup_error(value_table(start, player.rules), held, player.rules))
+    assert "returns_mse" not in info and info["method"].startswith("the agent's own value (warm start)")
+    with pytest.raises(ValueError, match=r"the agent's value is 8 x 1 .* these settings learn 16 x 1"):
+        learn_turn_value(player, replace(warm, hidden=16), log=lambda _: None, init=start)
+    with pytest.raises(ValueError, match="warm_start must be true or false"):
+        ValueSettings(warm_start="yes")
+    flags = ["--games", "30", "--epochs", "1", "--td-rounds", "0", "--no-diagnostic"]
+    with pytest.raises(SystemExit):
+        cli_main(["turn-value", "--agent", str(agent_folder), *flags, "--warm-start"])
+    err = capsys.readouterr().err
+    assert "carries no turn-start value to start from" in err and f"turn-value --agent {agent_folder}" in err
+    assert cli_main(["turn-value", "--agent", str(agent_folder), *flags, "--hidden", "8", "--layers", "1"]) == 0
+    assert cli_main(["turn-value", "--agent", str(agent_folder), *flags, "--warm-start", "--td-rounds", "1"]) == 0
+    info = YahtzeeAgent.from_pretrained(agent_folder).turn_value_info
+    assert info["settings"]["warm_start"] and (info["settings"]["hidden"], info["settings"]["layers"]) == (8, 1)

@@ -36,9 +36,11 @@ SETTINGS_HELP = {
     "td_keep": "'last' round's value, or the 'best': lowest held-out error to its own backups (default last)",
     "play": "how the agent plays its self-play games: 'mode' (its most likely action) or 'sample' (drawn from "
     "its policy: more varied turn starts) (default mode)",
+    "warm_start": "begin the TD rounds from the value the agent carries, of the same width (more rounds, on "
+    "fresh games where the seed differs), instead of the returns regression (default: no)",
 }
 #: The settings that are not integers.
-SETTINGS_TYPES: dict[str, type] = {"lr": float, "td_holdout": float, "td_keep": str, "play": str}
+SETTINGS_TYPES: dict[str, type] = {"lr": float, "td_holdout": float, "td_keep": str, "play": str, "warm_start": bool}
 SETTINGS_FLAGS = tuple(SETTINGS_HELP)
 
 
@@ -83,6 +85,13 @@ def diagnostic(value, player, games: int, seed: int) -> dict[str, Any]:
     }
 
 
+def rounds_file(agent_dir: str) -> Path:
+    """Where a value being learned for ``agent_dir`` is kept between TD rounds: a hidden file beside
+    the folder (not in it: the folder holds the agent's own files only)."""
+    folder = Path(agent_dir).resolve()
+    return folder.parent / f".{folder.name}.turn-value-rounds.safetensors"
+
+
 def load_average() -> float:
     """The machine's one-minute load average (0 where the system gives none)."""
     try:
@@ -103,7 +112,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default=None, help="a YAML of these settings (flags override it)")
     for name in SETTINGS_FLAGS:
         kind = SETTINGS_TYPES.get(name, int)
-        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None, help=SETTINGS_HELP[name])
+        flag = f"--{name.replace('_', '-')}"
+        if kind is bool:
+            parser.add_argument(
+                flag, dest=name, action="store_const", const=True, default=None, help=SETTINGS_HELP[name]
+            )
+        else:
+            parser.add_argument(flag, dest=name, type=kind, default=None, help=SETTINGS_HELP[name])
     parser.add_argument("--diagnostic-games", type=int, default=None, help="games for the diagnostic (default 2000)")
     parser.add_argument("--no-diagnostic", action="store_true", help="never read the exact table")
     parser.add_argument("--evaluate", type=int, default=None, help="then evaluate lookahead and the network alone")
@@ -132,14 +147,34 @@ def main(argv: list[str] | None = None) -> int:
 
     device_from_args(args.device, parser)
     try:
-        settings = ValueSettings(**values)
         agent = YahtzeeAgent.from_pretrained(agent_dir)
+        if values.get("warm_start"):
+            if agent.turn_value is None:
+                parser.error(
+                    f"--warm-start: {agent_dir} carries no turn-start value to start from "
+                    f"(learn one first: yahtzee-lightning turn-value --agent {agent_dir})"
+                )
+            # The value's own shape, unless given (then a mismatch is refused, naming both).
+            values = {"hidden": agent.turn_value.hidden, "layers": agent.turn_value.layers, **values}
+        settings = ValueSettings(**values)
     except ValueError as e:
         parser.error(str(e))
     player = agent.player(device=args.device)
     playing = agent.player(device=args.device, greedy=settings.play == "mode")  # its self-play games
     load_at_start = load_average()
-    value, info = learn_turn_value(playing, settings, args.device, log=lambda line: print(line, file=sys.stderr))
+    rounds = rounds_file(agent_dir)
+    print(f"the value is saved after every TD round in {rounds}: run the same command again to resume", file=sys.stderr)
+    try:
+        value, info = learn_turn_value(
+            playing,
+            settings,
+            args.device,
+            log=lambda line: print(line, file=sys.stderr),
+            init=agent.turn_value,
+            rounds_file=rounds,
+        )
+    except ValueError as e:
+        parser.error(str(e))
     info["command"] = "yahtzee-lightning turn-value " + shlex.join(sys.argv[2:] if argv is None else argv)
     if not args.no_diagnostic:
         info["diagnostic"] = diagnostic(value, player, diagnostic_games, settings.seed + 1)

@@ -13,8 +13,11 @@ learned from its own games by :func:`learn_turn_value` (``yahtzee-lightning turn
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 
@@ -142,6 +145,10 @@ class ValueSettings:
     ``play``: how the agent plays its self-play games, ``"mode"`` (its most likely action, as it
     plays when evaluated) or ``"sample"`` (actions drawn from its policy: more varied turn starts,
     which the backups, being exact over the turn, value as they would any other).
+
+    ``warm_start``: begin the TD rounds from the value the agent already carries (its ``hidden`` and
+    ``layers`` must be these) instead of a regression on the returns: more rounds for a value whose
+    held-out error was still falling when its rounds ran out, on fresh games where ``seed`` differs.
     """
 
     games: int = 50_000
@@ -156,6 +163,7 @@ class ValueSettings:
     td_holdout: float = 0.0
     td_keep: str = "last"
     play: str = "mode"
+    warm_start: bool = False
 
     def __post_init__(self) -> None:
         for name in ("games", "hidden", "layers", "epochs", "batch_size", "td_epochs"):
@@ -169,6 +177,8 @@ class ValueSettings:
             raise ValueError(f"turn-value setting td_holdout must be in [0, 1), got {self.td_holdout}")
         if self.td_keep not in TD_KEEP:
             raise ValueError(f"turn-value setting td_keep must be one of {TD_KEEP}, got {self.td_keep!r}")
+        if not isinstance(self.warm_start, bool):
+            raise ValueError(f"turn-value setting warm_start must be true or false, got {self.warm_start!r}")
         if self.play not in PLAY:
             raise ValueError(f"turn-value setting play must be one of {PLAY}, got {self.play!r}")
         if self.td_keep == "best" and self.held_out_games == 0:
@@ -205,15 +215,27 @@ def backup_error(table: torch.Tensor, states: torch.Tensor, rules: Rules) -> flo
 
 
 def learn_turn_value(
-    player: Player, settings: ValueSettings, device: torch.device | str = "cpu", log=print
+    player: Player,
+    settings: ValueSettings,
+    device: torch.device | str = "cpu",
+    log=print,
+    init: TurnValueNet | None = None,
+    rounds_file: str | Path | None = None,
 ) -> tuple[TurnValueNet, dict]:
     """A turn-start value for ``player``, from its own games only (no table, no oracle label).
+
+    ``init``: the value the rounds start from where ``settings.warm_start`` (required then).
+    ``rounds_file``: where the value is saved after every TD round (atomically), and read back by a
+    later call with the same settings, which goes on from that round: a kill loses one round, not
+    the hour. The self-play games are drawn again from their seed (the same games).
 
     Returns the value and a JSON record of how it was learned (the settings, games, losses, the
     held-out error to its own backups after each round and the round kept, seconds).
     """
     start = time.perf_counter()
     rules = player.rules
+    if settings.warm_start and init is None:
+        raise ValueError("turn-value setting warm_start: the agent carries no turn-start value to start from")
     states, returns = self_play_turns(player, settings.games, settings.seed, rules, device)
     mean = float(returns[:: rules.n_turns].mean())
     log(f"self-play: {settings.games:,} games, {len(states):,} turn starts, mean score {mean:.2f}")
@@ -224,17 +246,33 @@ def learn_turn_value(
     torch.manual_seed(settings.seed)
     net = TurnValueNet(rules.to_dict(), settings.hidden, settings.layers).to(device)
     fit = dict(lr=settings.lr, batch_size=settings.batch_size, seed=settings.seed)
-    losses = fit_value(net, states, returns, settings.epochs, **fit)
-    log(f"returns regression: mse {losses[-1]:.1f} points^2 after {settings.epochs} epochs")
-    td_losses: list[float] = []
-    residuals: list[float] = []
+    saved = RoundsFile(rounds_file, settings) if rounds_file is not None else None
+    progress = saved.read(net) if saved is not None else None
+    if progress is not None:
+        log(f"resuming after TD round {progress['round']} from {rounds_file}")
+        losses = progress["returns_mse"]
+    elif settings.warm_start:
+        if (init.hidden, init.layers) != (settings.hidden, settings.layers) or init.rules != rules:
+            raise ValueError(
+                f"turn-value setting warm_start: the agent's value is {init.hidden} x {init.layers} under rules "
+                f"{init.rules.tag()}; these settings learn {settings.hidden} x {settings.layers} under {rules.tag()}"
+            )
+        net.load_state_dict(init.state_dict())
+        losses = []
+        log("warm start: the TD rounds begin from the agent's own value (no returns regression)")
+    else:
+        losses = fit_value(net, states, returns, settings.epochs, **fit)
+        log(f"returns regression: mse {losses[-1]:.1f} points^2 after {settings.epochs} epochs")
+    td_losses: list[float] = progress["td_mse"] if progress else []
+    residuals: list[float] = progress["td_residual"] if progress else []
     # The search reads the value one box ahead of where the agent went: those states too, each once,
     # beside the agent's own states as often as it met them (each of its turns weighs the same; with
     # every state once, the few early ones drown among the many late ones and the value drifts).
     td_states = with_successors(states, rules)
     held_states = with_successors(held, rules) if len(held) else held
-    kept, best = settings.td_rounds, None
-    for r in range(settings.td_rounds + 1):
+    kept = progress["kept_round"] if progress else settings.td_rounds
+    best = progress["best"] if progress else None
+    for r in range(progress["round"] if progress else 0, settings.td_rounds + 1):
         table = value_table(net, rules, device)
         if r == settings.td_rounds:  # the last value: only its held-out error is left to measure
             if len(held_states):
@@ -255,11 +293,15 @@ def learn_turn_value(
                 net, td_states, targets[: len(td_states)], settings.td_epochs, **{**fit, "seed": settings.seed + r + 1}
             )[-1]
         )
+        if saved is not None:
+            saved.write(
+                net, best, round=r + 1, returns_mse=losses, td_mse=td_losses, td_residual=residuals, kept_round=kept
+            )
         log(f"TD round {r + 1}: mse to its own backups {td_losses[-1]:.3f} points^2")
     if best is not None:
         net.load_state_dict(best)
         log(f"kept the value after {kept} TD rounds (lowest held-out error to its own backups)")
-    method = "regression on self-play returns"
+    method = "the agent's own value (warm start)" if settings.warm_start else "regression on self-play returns"
     if settings.td_rounds:
         method += f", then {settings.td_rounds} rounds of one-turn TD"
         if settings.td_keep == "best":
@@ -270,7 +312,7 @@ def learn_turn_value(
         "turn_starts": len(states),
         "td_states": len(td_states),
         "self_play_mean_score": mean,
-        "returns_mse": losses[-1],
+        **({"returns_mse": losses[-1]} if losses else {}),
         "td_mse": td_losses,
         **(
             {"held_out_turn_starts": len(held), "held_out_states": len(held_states), "td_residual": residuals}
@@ -279,5 +321,54 @@ def learn_turn_value(
         ),
         **({"kept_round": kept} if settings.td_keep == "best" else {}),
         "seconds": round(time.perf_counter() - start, 1),
+        **({"seconds_before_resuming": progress["seconds"]} if progress else {}),
     }
+    if saved is not None:
+        saved.done()
     return net.cpu().eval(), record
+
+
+class RoundsFile:
+    """The value after each TD round, in one safetensors file (the best round's value beside it
+    where kept), with the round and the record so far in its metadata: written to a temporary name
+    and renamed over the last, so a kill leaves the last whole round. Read back only under the
+    same settings (another run's rounds are refused in one line)."""
+
+    def __init__(self, path: str | Path, settings: ValueSettings) -> None:
+        self.path, self.settings = Path(path), asdict(settings)
+        self.start = time.perf_counter()
+
+    def read(self, net: TurnValueNet) -> dict | None:
+        if not self.path.is_file():
+            return None
+        from safetensors import SafetensorError, safe_open
+
+        try:
+            with safe_open(str(self.path), framework="pt") as f:
+                meta = json.loads((f.metadata() or {}).get("rounds", "null"))
+                tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open has no iterator)
+        except (SafetensorError, OSError, ValueError) as e:
+            raise ValueError(f"{self.path}: not a turn-value rounds file ({e}); delete it to start over") from None
+        if not isinstance(meta, dict) or meta.get("settings") != self.settings:
+            raise ValueError(
+                f"{self.path}: the rounds of other settings ({(meta or {}).get('settings')}); delete it to start over"
+            )
+        net.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("net.")})
+        best = {k[5:]: v for k, v in tensors.items() if k.startswith("best.")} or None
+        self.start -= meta["seconds"]
+        return {**meta, "best": best}
+
+    def write(self, net: TurnValueNet, best: dict | None, **record) -> None:
+        from safetensors.torch import save_file
+
+        tensors = {f"net.{k}": v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
+        tensors |= {f"best.{k}": v.detach().cpu().contiguous() for k, v in (best or {}).items()}
+        meta = {"settings": self.settings, "seconds": round(time.perf_counter() - self.start, 1), **record}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        save_file(tensors, str(tmp), metadata={"rounds": json.dumps(meta)})
+        os.replace(tmp, self.path)
+
+    def done(self) -> None:
+        """The value is learned: its rounds are not needed any more."""
+        self.path.unlink(missing_ok=True)
