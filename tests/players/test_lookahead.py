@@ -348,3 +348,50 @@ def test_a_warm_start_goes_on_from_the_agents_own_value(agent_folder, capsys):
     assert cli_main(["turn-value", "--agent", str(agent_folder), *flags, "--warm-start", "--td-rounds", "1"]) == 0
     info = YahtzeeAgent.from_pretrained(agent_folder).turn_value_info
     assert info["settings"]["warm_start"] and (info["settings"]["hidden"], info["settings"]["layers"]) == (8, 1)
+
+
+@pytest.mark.parametrize("side", ["turn value", "win value"])
+def test_a_value_written_into_an_agent_folder_changes_it_in_one_step(agent_folder, monkeypatch, side):
+    """Adding a side value rewrites the folder as one swap: a writer killed after the value's file is
+    written leaves the old agent whole (its old value, loading as before), a finished one the new;
+    the user's own file in the folder stays, and stays the user's (not counted as ours)."""
+    import yahtzee_lightning.hub.agent as agent_module
+    import yahtzee_lightning.hub.win_value as win_module
+    from yahtzee_lightning.hub.win_value import save_win_value
+    from yahtzee_lightning.manifest import Manifest
+    from yahtzee_lightning.solver.win_value import WinValueNet
+
+    torch.manual_seed(0)
+    agent = YahtzeeAgent.from_pretrained(agent_folder)
+    agent.turn_value = TurnValueNet(Rules().to_dict(), hidden=4, layers=1)
+    agent.save_turn_value(agent_folder)
+    (agent_folder / "notes.txt").write_text("mine")
+    before = {p.name: p.read_bytes() for p in agent_folder.iterdir() if p.is_file()}
+    if side == "turn value":
+        module, name, save = agent_module, "save_turn_value_file", lambda: agent.save_turn_value(agent_folder)
+        agent.turn_value = TurnValueNet(Rules().to_dict(), hidden=4, layers=1)
+    else:
+        net = WinValueNet(Rules().to_dict(), hidden=4, layers=1)
+        module, name, save = win_module, "save_win_value_file", lambda: save_win_value(agent_folder, net, {})
+    real = getattr(module, name)
+
+    def killed_after_the_file(value, folder):
+        real(value, folder)
+        raise KeyboardInterrupt  # a kill before config.json names the new file
+
+    monkeypatch.setattr(module, name, killed_after_the_file)
+    with pytest.raises(KeyboardInterrupt):
+        save()
+    assert {p.name: p.read_bytes() for p in agent_folder.iterdir() if p.is_file()} == before
+    assert not [p for p in agent_folder.parent.iterdir() if ".yl-new-" in p.name or ".yl-old-" in p.name]
+    YahtzeeAgent.from_pretrained(agent_folder)  # whole: every sha256 still matches
+    monkeypatch.setattr(module, name, real)
+    save()
+    loaded = YahtzeeAgent.from_pretrained(agent_folder)
+    if side == "turn value":
+        for a, b in zip(loaded.turn_value.state_dict().values(), agent.turn_value.state_dict().values(), strict=True):
+            assert torch.equal(a, b)
+    else:
+        assert json.loads((agent_folder / "config.json").read_text())["win_value"]["network"] == net.config
+    assert (agent_folder / "model.safetensors").read_bytes() == before["model.safetensors"]
+    assert (agent_folder / "notes.txt").read_text() == "mine" and not Manifest.read(agent_folder).owns("notes.txt")

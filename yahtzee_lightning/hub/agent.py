@@ -25,7 +25,7 @@ from ..nn import PolicyValueNet
 from ..solver.value import TurnValueNet
 from ..untrusted import UntrustedError, printable, printable_tree, read_json
 from .download import resolve_folder
-from .files import check_weights, load_turn_value, save_turn_value_file, verify_weights
+from .files import agent_files, check_weights, load_turn_value, save_turn_value_file, verify_weights, with_side_files
 from .layout import (
     ARTEFACT_PATTERNS,
     CARD_NAME,
@@ -142,24 +142,24 @@ class YahtzeeAgent:
     def save_turn_value(self, directory: str | Path) -> Path:
         """Add (or replace) the turn-start value in the agent folder ``directory``, its weights as
         they are: the value's file, ``config.json``'s ``turn_value`` entry and the card's section on
-        it (the rest of the card kept)."""
+        it (the rest of the card kept); the folder changes in one step (:func:`.files.with_side_files`)."""
         from .card import with_turn_value_section
 
-        directory = Path(directory)
-        if not (directory / CONFIG_NAME).is_file():
-            raise AgentFormatError(f"{directory}: missing {CONFIG_NAME} (not an agent folder)")
-        save_turn_value_file(self.turn_value, directory)
-        try:
-            config = read_json(directory / CONFIG_NAME)
-        except UntrustedError as e:
-            raise AgentFormatError(str(e)) from None
-        config["turn_value"] = self.turn_value_config
-        (directory / CONFIG_NAME).write_text(json.dumps(config, indent=2))
-        card_path = directory / CARD_NAME
-        card = card_path.read_text(encoding="utf-8") if card_path.is_file() else self.card
-        self._card = with_turn_value_section(card, self.turn_value_config)
-        card_path.write_text(self._card, encoding="utf-8")
-        return directory
+        entry = self.turn_value_config
+
+        def card(old: str | None) -> str:
+            self._card = with_turn_value_section(old if old is not None else self.card, entry)
+            return self._card
+
+        return with_side_files(
+            directory,
+            "turn-value",
+            lambda tmp: save_turn_value_file(self.turn_value, tmp),
+            VALUE_NAME,
+            "turn_value",
+            entry,
+            card,
+        )
 
     @classmethod
     def from_pretrained(
@@ -249,19 +249,6 @@ class YahtzeeAgent:
                 allow_patterns=agent_files(folder),
                 delete_patterns=ARTEFACT_PATTERNS,  # an older agent's files in the repo go
             )
-
-
-def agent_files(folder: Path) -> list[str]:
-    """The files of the agent in ``folder``: the artefact files (the turn-start value where there is
-    one) and the training YAML its config names (nothing else there is part of it, nor pushed or copied)."""
-    names = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME, VALUE_NAME, WIN_VALUE_NAME]
-    try:
-        yaml_name = (read_json(folder / CONFIG_NAME).get("training") or {}).get("config_file")
-    except (OSError, ValueError, AttributeError):
-        yaml_name = None
-    if isinstance(yaml_name, str) and Path(yaml_name).name == yaml_name and (folder / yaml_name).is_file():
-        names.append(yaml_name)
-    return [n for n in names if (folder / n).is_file()]
 
 
 def is_agent_folder(folder: Path) -> bool:

@@ -4,8 +4,12 @@ names and the agent errors: :mod:`.layout`)."""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import re
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +19,13 @@ from safetensors.torch import save_file
 
 from ..digest import VALUE_DIGEST, WEIGHTS_DIGEST, nonfinite, tensors_sha256
 from ..solver.value import TurnValueNet
+from ..untrusted import UntrustedError, read_json
 from .layout import (
     CARD_NAME,
     CONFIG_NAME,
     VALUE_NAME,
+    WEIGHTS_NAME,
+    WIN_VALUE_NAME,
     AgentFormatError,
 )
 
@@ -129,3 +136,61 @@ def load_turn_value(directory: Path, entry: Any, card: str | None) -> tuple[Turn
 def save_turn_value_file(value: TurnValueNet, directory: Path) -> None:
     """Write ``value`` as ``VALUE_NAME`` in ``directory``, its sha256 in the metadata."""
     save_side_net_file(value, directory, VALUE_NAME, VALUE_DIGEST, "turn-start value")
+
+
+def agent_files(folder: Path) -> list[str]:
+    """The files of the agent in ``folder``: the artefact files (the turn-start value where there is
+    one) and the training YAML its config names (nothing else there is part of it, nor pushed or copied)."""
+    names = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME, VALUE_NAME, WIN_VALUE_NAME]
+    try:
+        yaml_name = (read_json(folder / CONFIG_NAME).get("training") or {}).get("config_file")
+    except (OSError, ValueError, AttributeError):
+        yaml_name = None
+    if isinstance(yaml_name, str) and Path(yaml_name).name == yaml_name and (folder / yaml_name).is_file():
+        names.append(yaml_name)
+    return [n for n in names if (folder / n).is_file()]
+
+
+def with_side_files(
+    directory: str | Path,
+    command: str,
+    write: Callable[[Path], None],
+    file: str,
+    key: str,
+    entry: dict[str, Any],
+    card: Callable[[str | None], str],
+) -> Path:
+    """Add (or replace) a side network of the agent folder ``directory`` (the turn-start or win
+    value) in one step: ``write(folder)`` writes its ``file``, ``config.json`` gains ``entry`` under
+    ``key`` and the card becomes ``card(old card or None)``. The agent's other files are linked
+    into a new sibling folder beside them, and the two swap places (:func:`..replace.replacing`):
+    a kill at any instant leaves the old agent or the new one, never a value its config does not
+    name. Files of the user's in the folder stay (and stay the user's)."""
+    from ..manifest import Manifest
+    from ..replace import replacing
+
+    directory = Path(directory)
+    if not (directory / CONFIG_NAME).is_file():
+        raise AgentFormatError(f"{directory}: missing {CONFIG_NAME} (not an agent folder)")
+    try:
+        config = read_json(directory / CONFIG_NAME)
+    except UntrustedError as e:
+        raise AgentFormatError(str(e)) from None
+    card_path = directory / CARD_NAME
+    old_card = card_path.read_text(encoding="utf-8") if card_path.is_file() else None
+    changed = {file, CONFIG_NAME, CARD_NAME}
+    manifest = Manifest.read(directory)
+    ours = set(agent_files(directory)) | {name for name in manifest.files if manifest.owns(name)}
+    with replacing(directory, command) as tmp:
+        for name in sorted(ours - changed):  # the same files, never written through: links will do
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            if (directory / name).is_file():
+                try:
+                    os.link(directory / name, tmp / name)
+                except OSError:
+                    shutil.copy2(directory / name, tmp / name)
+        write(tmp)
+        config[key] = entry
+        (tmp / CONFIG_NAME).write_text(json.dumps(config, indent=2))
+        (tmp / CARD_NAME).write_text(card(old_card), encoding="utf-8")
+    return directory

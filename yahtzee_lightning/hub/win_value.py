@@ -15,9 +15,8 @@ from typing import Any
 
 from ..digest import tensors_sha256
 from ..solver.win_value import WinValueNet
-from ..untrusted import read_json
-from .files import load_side_net, save_side_net_file
-from .layout import CARD_NAME, CONFIG_NAME, WIN_VALUE_NAME, AgentFormatError
+from .files import load_side_net, save_side_net_file, with_side_files
+from .layout import WIN_VALUE_NAME
 
 #: The win value's sha256: in its safetensors metadata, config.json and the card.
 WIN_DIGEST = "win_value_sha256"
@@ -59,25 +58,21 @@ def win_value_section(entry: dict) -> str:
 
 def save_win_value(directory: str | Path, net: WinValueNet, info: dict) -> Path:
     """Add (or replace) the win value in the agent folder ``directory``: its file, ``config.json``'s
-    ``win_value`` entry and the card's section (the rest of the card kept)."""
-    directory = Path(directory)
-    if not (directory / CONFIG_NAME).is_file():
-        raise AgentFormatError(f"{directory}: missing {CONFIG_NAME} (not an agent folder)")
-    save_win_value_file(net, directory)
-    config = read_json(directory / CONFIG_NAME)
-    config["win_value"] = entry = win_value_entry(net, info)
-    (directory / CONFIG_NAME).write_text(json.dumps(config, indent=2))
-    card_path = directory / CARD_NAME
-    if card_path.is_file():
-        card = card_path.read_text(encoding="utf-8")
-        start = card.find(WIN_HEADING)
-        end = card.find("\n## ", start + len(WIN_HEADING)) if start >= 0 else -1
+    ``win_value`` entry and the card's section (the rest of the card kept), in one step
+    (:func:`.files.with_side_files`)."""
+    entry = win_value_entry(net, info)
+
+    def card(old: str | None) -> str:
+        if old is None:
+            return win_value_section(entry)
+        start = old.find(WIN_HEADING)
+        end = old.find("\n## ", start + len(WIN_HEADING)) if start >= 0 else -1
         if start < 0:
-            card = card.rstrip("\n") + "\n\n" + win_value_section(entry)
-        else:
-            card = card[:start] + win_value_section(entry) + (card[end + 1 :] if end >= 0 else "")
-        card_path.write_text(card, encoding="utf-8")
-    return directory
+            return old.rstrip("\n") + "\n\n" + win_value_section(entry)
+        return old[:start] + win_value_section(entry) + (old[end + 1 :] if end >= 0 else "")
+
+    write = lambda folder: save_win_value_file(net, folder)  # noqa: E731
+    return with_side_files(directory, "win-value", write, WIN_VALUE_NAME, "win_value", entry, card)
 
 
 def load_win_value(directory: Path, entry: Any, card: str | None) -> tuple[WinValueNet | None, dict]:
