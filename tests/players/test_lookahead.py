@@ -269,6 +269,8 @@ def test_every_turn_value_config_reads(path):
     agent = Path(__file__).parents[2] / values.pop("agent")
     assert (agent / "config.json").is_file()
     values.pop("diagnostic_games", None), values.pop("evaluate", None)
+    if games_from := values.pop("games_from", None):
+        assert (Path(__file__).parents[2] / games_from / "config.json").is_file()
     ValueSettings(**values)
 
 
@@ -312,6 +314,8 @@ def test_a_killed_value_learning_resumes_from_its_last_round_to_the_same_value(t
     assert rounds.is_file()
     with pytest.raises(ValueError, match="rounds of other settings"):
         learn_turn_value(player, replace(settings, seed=1), log=lambda _: None, rounds_file=rounds)
+    with pytest.raises(ValueError, match="rounds of other settings"):  # another agent's games
+        learn_turn_value(player, settings, log=lambda _: None, rounds_file=rounds, games_of="another")
     lines = []
     resumed, info = learn_turn_value(player, settings, log=lines.append, rounds_file=rounds)
     assert f"resuming after TD round 2 from {rounds}" in lines and not any(x.startswith("TD round 1:") for x in lines)
@@ -348,6 +352,22 @@ def test_a_warm_start_goes_on_from_the_agents_own_value(agent_folder, capsys):
     assert cli_main(["turn-value", "--agent", str(agent_folder), *flags, "--warm-start", "--td-rounds", "1"]) == 0
     info = YahtzeeAgent.from_pretrained(agent_folder).turn_value_info
     assert info["settings"]["warm_start"] and (info["settings"]["hidden"], info["settings"]["layers"]) == (8, 1)
+    # The games of another agent (the one this agent was taught from), written into this one.
+    teacher = agent_folder.parent / "teacher"
+    torch.manual_seed(1)
+    YahtzeeAgent(PolicyValueNet(**SMALL), training={"name": "teacher"}).save_pretrained(teacher)
+    own = cli_main(["turn-value", "--agent", str(agent_folder), *flags, "--warm-start", "--td-rounds", "1"])
+    own_info = YahtzeeAgent.from_pretrained(agent_folder).turn_value_info
+    more = ["--warm-start", "--td-rounds", "1", "--games-from", str(teacher)]
+    assert own == 0 and cli_main(["turn-value", "--agent", str(agent_folder), *flags, *more]) == 0
+    info = YahtzeeAgent.from_pretrained(agent_folder).turn_value_info
+    assert info["games_from"] == str(teacher) and info["self_play_mean_score"] != own_info["self_play_mean_score"]
+    other = agent_folder.parent / "other-rules"
+    forced = PolicyValueNet(**SMALL, rules=Rules(joker="forced").to_dict())
+    YahtzeeAgent(forced, training={"name": "o"}).save_pretrained(other)
+    with pytest.raises(SystemExit):
+        cli_main(["turn-value", "--agent", str(agent_folder), *flags, "--games-from", str(other)])
+    assert f"--games-from {other}: it plays rules" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("side", ["turn value", "win value"])

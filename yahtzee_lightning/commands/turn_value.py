@@ -55,7 +55,7 @@ def read_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
         parser.error(f"--config {path}: cannot read it ({e})")
     if not isinstance(data, dict):
         parser.error(f"--config {path}: a mapping of settings is expected")
-    known = {*SETTINGS_FLAGS, "agent", "diagnostic_games", "evaluate"}
+    known = {*SETTINGS_FLAGS, "agent", "games_from", "diagnostic_games", "evaluate"}
     if unknown := sorted(set(data) - known):
         parser.error(f"--config {path}: unknown settings {unknown}; known: {sorted(known)}")
     return data
@@ -109,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--agent", default=None, help="a local agent folder: it plays, and the value is written into it"
     )
+    parser.add_argument(
+        "--games-from",
+        default=None,
+        help="the agent folder whose self-play games the value learns from (default: --agent itself), for an "
+        "agent that carries the value of the agent it was taught from",
+    )
     parser.add_argument("--config", default=None, help="a YAML of these settings (flags override it)")
     for name in SETTINGS_FLAGS:
         kind = SETTINGS_TYPES.get(name, int)
@@ -125,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="torch device (default: cpu)")
     args = parser.parse_args(argv)
     values = read_config(args.config, parser) if args.config else {}
-    values.update({k: v for k, v in vars(args).items() if v is not None and k in (*SETTINGS_FLAGS, "agent")})
+    named = (*SETTINGS_FLAGS, "agent", "games_from")
+    values.update({k: v for k, v in vars(args).items() if v is not None and k in named})
     for key in ("diagnostic_games", "evaluate"):
         if getattr(args, key) is not None:
             values[key] = getattr(args, key)
@@ -134,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--agent (or agent: in --config) is required: the agent folder that plays")
     if not Path(agent_dir).is_dir():
         parser.error(f"--agent {agent_dir}: not a local agent folder (the value is written into it)")
+    games_from = values.pop("games_from", None)
+    if games_from is not None and not Path(games_from).is_dir():
+        parser.error(f"--games-from {games_from}: not a local agent folder")
     diagnostic_games, evaluate_games = values.pop("diagnostic_games", 2000), values.pop("evaluate", 0)
     check_count(parser, "diagnostic_games", diagnostic_games, 1, MAX_GAMES, WHY_GAMES)
     check_count(parser, "evaluate", evaluate_games, 0, MAX_GAMES, WHY_GAMES)
@@ -157,10 +167,13 @@ def main(argv: list[str] | None = None) -> int:
             # The value's own shape, unless given (then a mismatch is refused, naming both).
             values = {"hidden": agent.turn_value.hidden, "layers": agent.turn_value.layers, **values}
         settings = ValueSettings(**values)
+        games_agent = YahtzeeAgent.from_pretrained(games_from) if games_from is not None else agent
     except ValueError as e:
         parser.error(str(e))
     player = agent.player(device=args.device)
-    playing = agent.player(device=args.device, greedy=settings.play == "mode")  # its self-play games
+    playing = games_agent.player(device=args.device, greedy=settings.play == "mode")  # its self-play games
+    if playing.rules != player.rules:
+        parser.error(f"--games-from {games_from}: it plays rules {playing.rules.tag()}, the agent {player.rules.tag()}")
     load_at_start = load_average()
     rounds = rounds_file(agent_dir)
     print(f"the value is saved after every TD round in {rounds}: run the same command again to resume", file=sys.stderr)
@@ -172,9 +185,12 @@ def main(argv: list[str] | None = None) -> int:
             log=lambda line: print(line, file=sys.stderr),
             init=agent.turn_value,
             rounds_file=rounds,
+            games_of=str(Path(games_from or agent_dir).resolve()),
         )
     except ValueError as e:
         parser.error(str(e))
+    if games_from is not None:
+        info["games_from"] = games_from
     info["command"] = "yahtzee-lightning turn-value " + shlex.join(sys.argv[2:] if argv is None else argv)
     if not args.no_diagnostic:
         info["diagnostic"] = diagnostic(value, player, diagnostic_games, settings.seed + 1)

@@ -221,13 +221,15 @@ def learn_turn_value(
     log=print,
     init: TurnValueNet | None = None,
     rounds_file: str | Path | None = None,
+    games_of: str = "",
 ) -> tuple[TurnValueNet, dict]:
     """A turn-start value for ``player``, from its own games only (no table, no oracle label).
 
     ``init``: the value the rounds start from where ``settings.warm_start`` (required then).
     ``rounds_file``: where the value is saved after every TD round (atomically), and read back by a
     later call with the same settings, which goes on from that round: a kill loses one round, not
-    the hour. The self-play games are drawn again from their seed (the same games).
+    the hour. The self-play games are drawn again from their seed (the same games); ``games_of``
+    names whose games they are (a rounds file of another's is refused, as one of other settings).
 
     Returns the value and a JSON record of how it was learned (the settings, games, losses, the
     held-out error to its own backups after each round and the round kept, seconds).
@@ -246,7 +248,7 @@ def learn_turn_value(
     torch.manual_seed(settings.seed)
     net = TurnValueNet(rules.to_dict(), settings.hidden, settings.layers).to(device)
     fit = dict(lr=settings.lr, batch_size=settings.batch_size, seed=settings.seed)
-    saved = RoundsFile(rounds_file, settings) if rounds_file is not None else None
+    saved = RoundsFile(rounds_file, settings, games_of) if rounds_file is not None else None
     progress = saved.read(net) if saved is not None else None
     if progress is not None:
         log(f"resuming after TD round {progress['round']} from {rounds_file}")
@@ -334,8 +336,8 @@ class RoundsFile:
     and renamed over the last, so a kill leaves the last whole round. Read back only under the
     same settings (another run's rounds are refused in one line)."""
 
-    def __init__(self, path: str | Path, settings: ValueSettings) -> None:
-        self.path, self.settings = Path(path), asdict(settings)
+    def __init__(self, path: str | Path, settings: ValueSettings, games_of: str = "") -> None:
+        self.path, self.settings = Path(path), {**asdict(settings), "games_of": games_of}
         self.start = time.perf_counter()
 
     def read(self, net: TurnValueNet) -> dict | None:
