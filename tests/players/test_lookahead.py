@@ -362,6 +362,9 @@ def test_a_warm_start_goes_on_from_the_agents_own_value(agent_folder, capsys):
     assert own == 0 and cli_main(["turn-value", "--agent", str(agent_folder), *flags, *more]) == 0
     info = YahtzeeAgent.from_pretrained(agent_folder).turn_value_info
     assert info["games_from"] == str(teacher) and info["self_play_mean_score"] != own_info["self_play_mean_score"]
+    assert info["warm_start_from"]["command"] == own_info["command"]  # how the value it went on from was learned
+    card = (agent_folder / "README.md").read_text()
+    assert f"those of `{teacher}`" in card and "Its rounds went on from the value learned by: the agent's own" in card
     other = agent_folder.parent / "other-rules"
     forced = PolicyValueNet(**SMALL, rules=Rules(joker="forced").to_dict())
     YahtzeeAgent(forced, training={"name": "o"}).save_pretrained(other)

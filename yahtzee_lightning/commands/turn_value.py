@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..digest import VALUE_DIGEST
 from ..machine import describe_machine
 from .args import MAX_GAMES, WHY_GAMES, VerbParser, check_count, check_seed, plain
 
@@ -191,6 +192,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(e))
     if games_from is not None:
         info["games_from"] = games_from
+    before = agent.turn_value_info or {}
+    if "taught_by" in before:  # an expert-iteration agent: its value is still its teacher's, learned further
+        info["taught_by"] = before["taught_by"]
+    if settings.warm_start:
+        keep = ("method", "command", "seconds", "turn_starts", "td_residual", "kept_round", VALUE_DIGEST)
+        info["warm_start_from"] = {k: before[k] for k in keep if k in before}
     info["command"] = "yahtzee-lightning turn-value " + shlex.join(sys.argv[2:] if argv is None else argv)
     if not args.no_diagnostic:
         info["diagnostic"] = diagnostic(value, player, diagnostic_games, settings.seed + 1)

@@ -84,6 +84,8 @@ def turn_value_lines(entry: dict) -> list[str]:
     info = {k: v for k, v in entry.items() if k not in ("file", "network", VALUE_DIGEST)}
     # An agent taught by a search (expert iteration) carries its teacher's value, learned from the teacher's games.
     games = "the games of the agent whose search taught this one" if "taught_by" in info else "this agent's own games"
+    if "games_from" in info:
+        games += f" (`{info['games_from']}`)" if "taught_by" in info else f": those of `{info['games_from']}`"
     lines = [
         TURN_VALUE_HEADING,
         "",
@@ -101,6 +103,11 @@ def turn_value_lines(entry: dict) -> list[str]:
     ):
         if key in info:
             lines.append(f"* {label}: {info[key]}")
+    if before := info.get("warm_start_from"):  # the value the rounds went on from, and how it was learned
+        lines.append(
+            f"* Its rounds went on from the value learned by: {before.get('method')} "
+            f"(`{before.get('command')}`, {before.get('seconds')} s)"
+        )
     if d := info.get("diagnostic"):
         lines.append(
             f"* Against {d['against']}: bias {d['bias']:+.2f}, RMSE {d['rmse']:.2f} points over the {d['states']}; "
