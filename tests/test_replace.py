@@ -105,3 +105,14 @@ def test_the_users_files_and_folders_stay_and_our_old_ones_go(tmp_path):
     assert (path / "config.json").read_text() == "edited by the user"  # the user's now: kept, named
     assert not (path / "sub" / "extra.yaml").exists()  # ours, not in the new content: gone
     assert any("kept" in line and "config.json" in line for line in said)
+
+
+def test_a_folder_written_anew_keeps_its_mode_and_a_new_one_gets_the_umasks(tmp_path):
+    """The sibling the writer fills is private while it is written; the folder that takes the old
+    one's place has the old one's mode (a new one: what mkdir gives under the umask)."""
+    path = tmp_path / "agent"
+    _write(path, OLD)
+    assert os.stat(path).st_mode & 0o777 == 0o777 & ~replace.current_umask()
+    os.chmod(path, 0o750)
+    _write(path, NEW)
+    assert os.stat(path).st_mode & 0o777 == 0o750

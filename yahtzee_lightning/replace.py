@@ -21,6 +21,7 @@ import ctypes
 import errno
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -80,6 +81,13 @@ def _theirs(path: Path, manifest: Manifest, written: set[str]) -> list[str]:
     return out
 
 
+def current_umask() -> int:
+    """The process's umask (read by setting it and back: the only way the system gives it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def sweep_litter(path: Path) -> None:
     """Delete what killed writers of ``path`` left beside it (call with the writer's lock held)."""
     for litter in [*path.parent.glob(f".{path.name}{NEW}*"), *path.parent.glob(f".{path.name}{OLD}*")]:
@@ -109,6 +117,9 @@ def replacing(
         if recheck is not None:
             recheck()
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}{NEW}", dir=parent))
+        # mkdtemp's folder is the writer's alone (0700): the new folder gets the old one's mode,
+        # or a new folder's (the umask's), not a private one the user never asked for.
+        os.chmod(tmp, stat.S_IMODE(path.stat().st_mode) if path.is_dir() else 0o777 & ~current_umask())
         try:
             yield tmp
             written = set(_files(tmp))
