@@ -8,7 +8,8 @@ The JSON: ``{"stages": [{"stage": 0, "network": R, "search": R or null}, ...], "
 [{"stage": k, "search": R, "label": ...}], "ceilings": [{"name": ..., "regret": R, "games": N}],
 "games": N, "seed": S}`` (regret per game against the optimum, from ``yahtzee-lightning evaluate
 --json``'s ``summary.regret.per_game_mean``; ``relearned``: the search with a value learned again
-from that stage's own games).
+from that stage's own games; ``further``: ``[{"search": R, "label": ...}]``, the search with a
+value whose TD rounds went on, the same at every stage since the search reads only the value).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ def draw(data: dict, out: Path) -> None:
     if searched:
         label = "with its search (lookahead:, the value it carries)"
         ax.plot(*zip(*searched, strict=True), "s--", color="tab:orange", label=label)
+    # The search reads the value, not the network: a value learned further searches alike at every stage.
+    for value in data.get("further", []):
+        ax.plot(x, [value["search"]] * len(x), "*-", color="tab:green", label=value["label"])
     for point, marker in zip(data.get("relearned", []), "^vD", strict=False):
         ax.plot([point["stage"]], [point["search"]], marker, color="tab:red", linestyle="", label=point["label"])
     for ceiling, style in zip(data.get("ceilings", []), (":", "-."), strict=False):
