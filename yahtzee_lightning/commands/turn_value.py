@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..digest import VALUE_DIGEST
 from ..machine import describe_machine
 from .args import MAX_GAMES, WHY_GAMES, VerbParser, check_count, check_seed, plain
 
@@ -151,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     check_count(parser, "games", values.get("games", 1), 1, MAX_GAMES, WHY_GAMES)
     check_seed(values.get("seed", 0), parser)
 
+    from ..digest import VALUE_DIGEST
     from ..evaluation.protocol import lookahead_comparison
     from ..hub import YahtzeeAgent
     from ..players.lookahead import ValueSettings, learn_turn_value, lookahead_player
