@@ -28,7 +28,7 @@ def draw(data: dict, out: Path) -> None:
     ax.plot(x, [s["network"] for s in stages], "o-", color="tab:blue", label="network alone")
     searched = [(s["stage"], s["search"]) for s in stages if s.get("search") is not None]
     if searched:
-        label = "with its search (lookahead:, the value it carries)"
+        label = data.get("search_label", "with its search (lookahead:, the value it carries)")
         ax.plot(*zip(*searched, strict=True), "s--", color="tab:orange", label=label)
     # The search reads the value, not the network: a value learned further searches alike at every stage.
     for value in data.get("further", []):
@@ -41,9 +41,9 @@ def draw(data: dict, out: Path) -> None:
     ax.set_xticks(x, [str(v) for v in x])
     ax.set_xlabel("expert-iteration stage (0: the self-play agent it starts from)")
     ax.set_ylabel("regret per game (expected points lost)")
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, 1.8 * max(s["network"] for s in stages))  # room above the curves for the legend
     ax.set_title(f"Protocol games: {data['games']:,}, seed {data['seed']}")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper right")
     out.parent.mkdir(parents=True, exist_ok=True)
     save_figure(fig, out)
 
