@@ -51,8 +51,8 @@ def exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
-def _carry(old: Path, new: Path, rel: str) -> None:
-    """The user's ``old/rel`` into ``new`` as the same file (a hard link), or a copy where links fail."""
+def carry(old: Path, new: Path, rel: str) -> None:
+    """``old/rel`` into ``new`` as the same file (a hard link; a link as a link), or a copy where links fail."""
     src, dst = old / rel, new / rel
     dst.parent.mkdir(parents=True, exist_ok=True)
     if src.is_symlink():
@@ -132,7 +132,7 @@ def replacing(
                 if rel.endswith("/"):
                     (tmp / rel).mkdir(parents=True, exist_ok=True)
                 else:
-                    _carry(path, tmp, rel)
+                    carry(path, tmp, rel)
             if exchange(tmp, path):
                 old = parent / f".{path.name}{OLD}{tmp.name.rsplit(NEW, 1)[-1]}"
                 os.rename(tmp, old)  # the old content, out of the way of a later writer's new folder

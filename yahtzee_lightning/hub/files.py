@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -167,7 +165,7 @@ def with_side_files(
     a kill at any instant leaves the old agent or the new one, never a value its config does not
     name. Files of the user's in the folder stay (and stay the user's)."""
     from ..manifest import Manifest
-    from ..replace import replacing
+    from ..replace import carry, replacing
 
     directory = Path(directory)
     if not (directory / CONFIG_NAME).is_file():
@@ -183,12 +181,8 @@ def with_side_files(
     ours = set(agent_files(directory)) | {name for name in manifest.files if manifest.owns(name)}
     with replacing(directory, command) as tmp:
         for name in sorted(ours - changed):  # the same files, never written through: links will do
-            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             if (directory / name).is_file():
-                try:
-                    os.link(directory / name, tmp / name)
-                except OSError:
-                    shutil.copy2(directory / name, tmp / name)
+                carry(directory, tmp, name)
         write(tmp)
         config[key] = entry
         (tmp / CONFIG_NAME).write_text(json.dumps(config, indent=2))
