@@ -149,8 +149,38 @@ def test_collection_plays_the_batch_torchrl_rollout_plays(kwargs):
     assert expected.shape == batch.shape
     keys = sorted(expected.keys(True, True), key=str)
     assert keys == sorted(batch.keys(True, True), key=str)
+    # Collection tells the policy each step's roll, so the head that does not act is not computed:
+    # its recorded action (ignored by the game) is a placeholder. The rest is the same to the bit.
+    rolling = batch["roll"] < 2
+    assert rolling.any() and (~rolling).any()
+    placeholders = {("action", "keep"): ~rolling, ("action", "box"): rolling}
     for key in keys:
-        torch.testing.assert_close(batch[key], expected[key], msg=str(key))
+        if key in placeholders:
+            active = ~placeholders[key]
+            torch.testing.assert_close(batch[key][active], expected[key][active], msg=str(key))
+        else:
+            torch.testing.assert_close(batch[key], expected[key], msg=str(key))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"task": "single_turn"}, {"start_card": "random"}, {"boxes": [0, 5, 12]}, {"joker": "forced"}],
+)
+def test_at_every_step_of_a_batch_every_game_is_at_the_same_roll(kwargs):
+    """What lets collection tell the policy each step's roll, and the losses read a batch's steps
+    as whole turns (``batch_rolls``): each computes only the head that acts."""
+    from yahtzee_lightning.nn import WHOLE_TURNS
+
+    model = bare_model(**kwargs)
+    assert model.batch_rolls == WHOLE_TURNS
+    for _ in range(2):
+        roll = model.collect()["roll"]
+        assert roll.shape[1] % 3 == 0
+        assert (roll == torch.arange(roll.shape[1]) % 3).all()
+
+
+def test_other_seatings_run_every_head_on_every_row():
+    assert bare_model(n_players=2, features="two_player").batch_rolls is None
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"task": "single_turn"}, {"n_players": 2, "features": "two_player"}])

@@ -19,7 +19,7 @@ from torchrl.envs.utils import ExplorationType, set_exploration_type
 
 from ..env import YahtzeeEnv
 from ..game.rules import N_ROLLS
-from ..nn import PolicyModule, eval_mode
+from ..nn import WHOLE_TURNS, PolicyModule, eval_mode
 
 if TYPE_CHECKING:
     from .host import CollectionHost
@@ -183,16 +183,28 @@ class Collection:
         steps = N_ROLLS * (1 if self.hparams.task == "single_turn" else self.rules.n_turns)
         env, policy = self._players.env, self._players.policy
         played = []
+        # Each step's roll, where the policy can use it (it then runs only the head that acts).
+        in_step = isinstance(policy, PolicyModule) and self.batch_rolls is not None
         if isinstance(policy, PolicyModule):
             policy.plan(steps, env.batch_size[0])  # the batch's masks and action noise, drawn ahead
         with set_exploration_type(ExplorationType.RANDOM), eval_mode(self.net):
             td = env.reset()
             for t in range(steps):
-                played.append(env.step(policy(td)))
+                played.append(env.step(policy(td, roll=t % N_ROLLS) if in_step else policy(td)))
                 if t < steps - 1:
                     td = env.step_mdp(played[-1])
         self.last_batch = torch.stack(played, dim=1, out=self.last_batch)
         return self.last_batch
+
+    @property
+    def batch_rolls(self) -> str | None:
+        """The rolls of a batch's steps, for the network (:meth:`PolicyValueNet.heads`), or None.
+
+        A single player's games all start at roll 0 and every turn takes ``N_ROLLS`` steps, so at
+        step ``t`` of a batch every game is at roll ``t % N_ROLLS``, and a batch's games (or any of
+        them), flattened, are rows in whole turns (``WHOLE_TURNS``; a test holds this for every
+        task, start card and rule variant). Other seatings: None (every head on every row)."""
+        return WHOLE_TURNS if self.hparams.get("n_players", 1) == 1 else None
 
     def train_dataloader(self) -> DataLoader:
         warnings.filterwarnings("ignore", message="Your `IterableDataset` has `__len__` defined")  # see _Updates

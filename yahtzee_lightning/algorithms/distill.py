@@ -165,7 +165,7 @@ class Distill(OnPolicyAlgorithm):
     # --------------------------------------------------------------- the loss
     def loss_parts(self, obs: TensorDictBase) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """The loss terms on a flat batch of labelled steps, and the diagnostics of the greedy student."""
-        dist, value = as_played(self.net, obs)
+        dist, value = as_played(self.net, obs, self.batch_rolls)
         rolling = dist.rolling
         kv, bv = obs[KEEP_VALUES], obs[BOX_VALUES]
         best_v = torch.where(rolling, kv.amax(-1), bv.amax(-1))

@@ -61,10 +61,13 @@ class CollectionHost(Part, Protocol):
 
 class PolicyGradientHost(Part, Protocol):
     """:class:`~.policy_gradient.PolicyGradient`: a loss steps through ``optimizer_step`` (the single
-    run's optimiser step, or every member's at once in a packed update), and draws its minibatch
-    orders through ``game_orders``."""
+    run's optimiser step, or every member's at once in a packed update), draws its minibatch
+    orders through ``game_orders`` and tells the network its rows' rolls (``batch_rolls``)."""
 
     def optimizer_step(self, loss_fn: Any, *args: Any) -> dict[str, torch.Tensor]: ...
+
+    @property
+    def batch_rolls(self) -> str | None: ...
 
     @property
     def members_learning(self) -> int: ...

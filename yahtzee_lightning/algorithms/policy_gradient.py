@@ -98,7 +98,7 @@ class PolicyGradient:
         :param returns: ``(N,)``, the value head's target.
         :param coefs: ``beta_roll``, ``beta_score`` (see :meth:`entropy_bonus`).
         """
-        dist, value = as_played(self.net, obs)
+        dist, value = as_played(self.net, obs, self.batch_rolls)
         log_prob, value, ent_keep, ent_box = self.evaluate_actions(obs, (dist, value))
         parts = {
             "policy": -(log_prob * self.normalize(advantage)).mean(),

@@ -101,7 +101,7 @@ class PPO(OnPolicyAlgorithm):
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
         """The loss terms of one minibatch (with ``advantage`` and ``returns``), its ratios and values."""
         h = self.hparams
-        dist, value = as_played(self.net, mb)  # the network that acted: its dropout masks replayed
+        dist, value = as_played(self.net, mb, self.batch_rolls)  # the network that acted: its masks replayed
         log_prob, value, ent_keep, ent_box = self.evaluate_actions(mb, (dist, value))
         adv = self.normalize(mb["advantage"])
         ratio = (log_prob - mb[LOG_PROB]).exp()

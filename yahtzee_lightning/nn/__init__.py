@@ -1,6 +1,6 @@
 """The policy/value network and its TorchRL actor."""
 
-from .network import DICE_ENCODERS, ROLL_HEADS, PolicyValueNet, ReplayDropout, transfer_weights
+from .network import DICE_ENCODERS, ROLL_HEADS, WHOLE_TURNS, PolicyValueNet, ReplayDropout, transfer_weights
 from .policy import (
     DROPOUT_MASK,
     FEATURES,
@@ -24,6 +24,7 @@ __all__ = [
     "LOG_PROB",
     "ROLL_HEADS",
     "VALUE",
+    "WHOLE_TURNS",
     "NetworkHeads",
     "PolicyModule",
     "PolicyValueNet",

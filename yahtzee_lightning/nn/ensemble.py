@@ -125,6 +125,8 @@ class StackedNet(nn.Module):
     the members are. ``train()`` / ``eval()`` reach its dropout as in a network.
     """
 
+    takes_rolls = True  # as PolicyValueNet: its forward takes ``rolls``
+
     def __init__(self, template: PolicyValueNet, members: int) -> None:
         super().__init__()
         self.members = members
@@ -188,9 +190,14 @@ class StackedNet(nn.Module):
         return self
 
     def forward(
-        self, obs: TensorDictBase, features: torch.Tensor | None = None, dropout_mask: torch.Tensor | None = None
+        self,
+        obs: TensorDictBase,
+        features: torch.Tensor | None = None,
+        dropout_mask: torch.Tensor | None = None,
+        rolls: int | str | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """As :meth:`PolicyValueNet.forward` on ``K * N`` member-major observations (and masks)."""
+        """As :meth:`PolicyValueNet.forward` on ``K * N`` member-major observations (and masks);
+        ``rolls`` as there (whole turns: each member's ``N`` rows in whole turns)."""
         if not self._loaded:
             raise RuntimeError("StackedNet.load_(members) before its first forward")
-        return self.net(obs, features, dropout_mask)
+        return self.net(obs, features, dropout_mask, rolls)

@@ -19,6 +19,7 @@ from ..env import keys as K
 from ..env.features import encode, feature_size, resolve_features
 from ..game import N_BOXES, N_DICE, N_FACES, N_KEEPS, Rules
 from ..game.engine import draw
+from ..game.rules import N_ROLLS
 from ..untrusted import check_size
 
 DICE_ENCODERS = ("onehot", "bin", "combined", "emb", "pos_emb")
@@ -92,6 +93,9 @@ class PolicyValueNet(nn.Module):
         d_emb: embedding width of the learned dice encoders.
         rules: the rule variant as ``Rules.to_dict()`` (some features depend on it).
     """
+
+    #: Its forward takes ``rolls`` (:meth:`heads`); a network without it is given none.
+    takes_rolls = True
 
     def __init__(
         self,
@@ -200,14 +204,19 @@ class PolicyValueNet(nn.Module):
         return f"trunk.{int(index) // per_layer}.{int(index) % per_layer}.{param}"
 
     def forward(
-        self, obs: TensorDictBase, features: torch.Tensor | None = None, dropout_mask: torch.Tensor | None = None
+        self,
+        obs: TensorDictBase,
+        features: torch.Tensor | None = None,
+        dropout_mask: torch.Tensor | None = None,
+        rolls: int | str | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(roll_logits (N, 32 or 5), box_logits (N, 13) with illegal boxes at -inf, value (N,))``.
 
         ``features``: ``obs``'s fixed features as :meth:`fixed_features` computed them (a rollout's,
         carried to the update); None computes them here. ``dropout_mask``: ``(N, layers, width)``
         masks from :meth:`draw_dropout_mask` (the ones the policy acted with), applied in any mode;
-        None: the usual dropout of the mode.
+        None: the usual dropout of the mode. ``rolls``: which rows are at which roll, so that each
+        row runs only the head that acts there (:meth:`heads`); None: every head on every row.
         """
         h = self.encode(obs, features)
         layer = 0
@@ -217,9 +226,44 @@ class PolicyValueNet(nn.Module):
                 layer += 1
             else:
                 h = module(h)
-        box_logits = self.score_head(h).masked_fill(~obs[K.BOX_MASK], float("-inf"))
+        return self.heads(h, obs[K.BOX_MASK], rolls)
+
+    def heads(
+        self, h: torch.Tensor, box_mask: torch.Tensor, rolls: int | str | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The three heads on the trunk's output ``h`` (N, d_h).
+
+        A step uses one policy head: the keep head before the last roll, the box head at it. The
+        other head's logits never reach an action, a log-probability or a gradient, so where the
+        caller knows the rows' rolls they are not computed (zeros in their place; a quarter of a
+        128 x 2 network's arithmetic a row). ``rolls``: None (unknown: every head on every row),
+        an int (every row at that roll: a collection step, whose games move in step) or
+        :data:`WHOLE_TURNS` (rows in whole turns, rolls 0, 1, 2, 0, ...: a batch of whole games).
+        """
         value = self.value_activation(self.value_head(h).squeeze(-1))
-        return self.roll_head(h), box_logits, value
+        if rolls is None:
+            roll_logits, box_logits = self.roll_head(h), self.score_head(h)
+        elif rolls == WHOLE_TURNS:
+            if h.shape[0] % N_ROLLS:
+                raise ValueError(f"rows in whole turns come in multiples of {N_ROLLS}; got {h.shape[0]} rows")
+            turns = h.unflatten(0, (-1, N_ROLLS))
+            keep = self.roll_head(turns[:, : N_ROLLS - 1].flatten(0, 1)).unflatten(0, (-1, N_ROLLS - 1))
+            box = self.score_head(turns[:, N_ROLLS - 1]).unsqueeze(1)  # (turns, 1, 13)
+            roll_logits = F.pad(keep, (0, 0, 0, 1)).flatten(0, 1)  # zeros at each turn's last roll
+            box_logits = F.pad(box, (0, 0, N_ROLLS - 1, 0)).flatten(0, 1)  # and at its first two
+        elif isinstance(rolls, int) and 0 <= rolls < N_ROLLS:
+            if rolls < N_ROLLS - 1:
+                roll_logits, box_logits = self.roll_head(h), h.new_zeros(h.shape[0], N_BOXES)
+            else:
+                n_keep = N_KEEPS if self.config["roll_head"] == "categorical" else N_DICE
+                roll_logits, box_logits = h.new_zeros(h.shape[0], n_keep), self.score_head(h)
+        else:
+            raise ValueError(f"rolls must be None, a roll index 0..{N_ROLLS - 1} or {WHOLE_TURNS!r}; got {rolls!r}")
+        return roll_logits, box_logits.masked_fill(~box_mask, float("-inf")), value
+
+
+#: ``rolls`` of :meth:`PolicyValueNet.heads` for rows in whole turns (rolls 0, 1, 2, 0, 1, 2, ...).
+WHOLE_TURNS = "whole_turns"
 
 
 def transfer_weights(source: PolicyValueNet, target: PolicyValueNet, reset_value_head: bool = False) -> None:
