@@ -48,6 +48,9 @@ from .settings import Settings
 
 __all__ = ["OnPolicyAlgorithm", "masked_mean", "read_stats", "_Once", "_Players", "_Updates"]
 
+#: Devices whose Adam step runs torch's fused kernel (elsewhere its foreach one).
+FUSED_ADAM_DEVICES = frozenset({"cpu", "cuda"})
+
 
 class OnPolicyAlgorithm(
     Ensemble, PackedUpdate, Settings, Collection, PolicyGradient, Diagnosis, Evaluation, L.LightningModule
@@ -223,15 +226,18 @@ class OnPolicyAlgorithm(
             if self.packed():
                 return self.configure_packed_optimizer()
             return self.ensemble_configure_optimizers(self.configure_optimizers)
-        # foreach: one kernel per operation over all parameters rather than one per parameter
-        # (the same arithmetic; torch only picks it by default on CUDA).
+        # fused: each parameter's whole step in one pass (at 600 x 3 on one CPU thread 0.9 ms a
+        # step against foreach's 5.6: PPO steps 15 times an update); the same arithmetic to float
+        # rounding. foreach (one kernel per operation over all parameters) where torch has no fused
+        # kernel.
         h = self.hparams
         value = list(self.net.value_head.parameters()) if hasattr(self.net, "value_head") else []
         ids = {id(p) for p in value}
         groups = [{"params": [p for p in self.net.parameters() if id(p) not in ids], "lr": h.lr}]
         if value:  # the value head may learn faster (a fine-tune that restarts its values)
             groups.append({"params": value, "lr": h.lr * h.value_lr_scale})
-        opt = torch.optim.Adam(groups, lr=h.lr, foreach=True)
+        kernel = {"fused": True} if self.device.type in FUSED_ADAM_DEVICES else {"foreach": True}
+        opt = torch.optim.Adam(groups, lr=h.lr, **kernel)
 
         def factor(step: int) -> float:
             return lr_factor(step / self.total_updates, h.warmup, h.hold, h.r_alpha)
