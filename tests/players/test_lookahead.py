@@ -371,6 +371,12 @@ def test_a_warm_start_goes_on_from_the_agents_own_value(agent_folder, capsys):
     with pytest.raises(SystemExit):
         cli_main(["turn-value", "--agent", str(agent_folder), *flags, "--games-from", str(other)])
     assert f"--games-from {other}: it plays rules" in capsys.readouterr().err
+    # --no-warm-start undoes a YAML's warm_start: true (a fresh value, its own returns regression).
+    config = agent_folder.parent / "warm.yaml"
+    config.write_text(f"agent: {agent_folder}\nwarm_start: true\n")
+    assert cli_main(["turn-value", "--config", str(config), *flags, "--no-warm-start", "--td-rounds", "1"]) == 0
+    info = YahtzeeAgent.from_pretrained(agent_folder).turn_value_info
+    assert not info["settings"]["warm_start"] and "warm_start_from" not in info
 
 
 @pytest.mark.parametrize("side", ["turn value", "win value"])

@@ -119,9 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in SETTINGS_FLAGS:
         kind = SETTINGS_TYPES.get(name, int)
         flag = f"--{name.replace('_', '-')}"
-        if kind is bool:
+        if kind is bool:  # --warm-start / --no-warm-start: either overrides the YAML; neither leaves it
             parser.add_argument(
-                flag, dest=name, action="store_const", const=True, default=None, help=SETTINGS_HELP[name]
+                flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=SETTINGS_HELP[name]
             )
         else:
             parser.add_argument(flag, dest=name, type=kind, default=None, help=SETTINGS_HELP[name])
