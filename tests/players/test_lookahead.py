@@ -424,3 +424,30 @@ def test_a_value_written_into_an_agent_folder_changes_it_in_one_step(agent_folde
         assert json.loads((agent_folder / "config.json").read_text())["win_value"]["network"] == net.config
     assert (agent_folder / "model.safetensors").read_bytes() == before["model.safetensors"]
     assert (agent_folder / "notes.txt").read_text() == "mine" and not Manifest.read(agent_folder).owns("notes.txt")
+
+
+def test_a_value_written_while_another_writer_finishes_keeps_the_other_value(agent_folder, monkeypatch):
+    """Two writers of one agent folder (a turn value and a win value): the second to take the
+    folder's lock reads its config after the first's swap, so neither value is lost."""
+    import yahtzee_lightning.replace as replace
+    from yahtzee_lightning.hub.win_value import save_win_value
+    from yahtzee_lightning.solver.win_value import WinValueNet
+
+    torch.manual_seed(0)
+    agent = YahtzeeAgent.from_pretrained(agent_folder)
+    agent.turn_value = TurnValueNet(Rules().to_dict(), hidden=4, layers=1)
+    win = WinValueNet(Rules().to_dict(), hidden=4, layers=1)
+    real, raced = replace.folder_lock, []
+
+    def another_writer_first(*args, **kwargs):  # the win value's writer takes the lock just before
+        if not raced:
+            raced.append(True)
+            save_win_value(agent_folder, win, {})
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(replace, "folder_lock", another_writer_first)
+    agent.save_turn_value(agent_folder)
+    config = json.loads((agent_folder / "config.json").read_text())
+    assert raced and "win_value" in config and "turn_value" in config
+    loaded = YahtzeeAgent.from_pretrained(agent_folder)
+    assert loaded.turn_value is not None and "## Win value" in (agent_folder / "README.md").read_text()

@@ -168,18 +168,24 @@ def with_side_files(
     from ..replace import carry, replacing
 
     directory = Path(directory)
-    if not (directory / CONFIG_NAME).is_file():
-        raise AgentFormatError(f"{directory}: missing {CONFIG_NAME} (not an agent folder)")
-    try:
-        config = read_json(directory / CONFIG_NAME)
-    except UntrustedError as e:
-        raise AgentFormatError(str(e)) from None
-    card_path = directory / CARD_NAME
-    old_card = card_path.read_text(encoding="utf-8") if card_path.is_file() else None
-    changed = {file, CONFIG_NAME, CARD_NAME}
-    manifest = Manifest.read(directory)
-    ours = set(agent_files(directory)) | {name for name in manifest.files if manifest.owns(name)}
+
+    def read_config() -> dict[str, Any]:
+        if not (directory / CONFIG_NAME).is_file():
+            raise AgentFormatError(f"{directory}: missing {CONFIG_NAME} (not an agent folder)")
+        try:
+            return read_json(directory / CONFIG_NAME)
+        except UntrustedError as e:
+            raise AgentFormatError(str(e)) from None
+
+    read_config()  # refused before anything is written
     with replacing(directory, command) as tmp:
+        # Read once this writer holds the folder: another writer's value, finished meanwhile, stays.
+        config = read_config()
+        card_path = directory / CARD_NAME
+        old_card = card_path.read_text(encoding="utf-8") if card_path.is_file() else None
+        changed = {file, CONFIG_NAME, CARD_NAME}
+        manifest = Manifest.read(directory)
+        ours = set(agent_files(directory)) | {name for name in manifest.files if manifest.owns(name)}
         for name in sorted(ours - changed):  # the same files, never written through: links will do
             if (directory / name).is_file():
                 carry(directory, tmp, name)
