@@ -15,6 +15,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from ..digest import VALUE_DIGEST, WEIGHTS_DIGEST
 from ..game import Rules
+from .files import with_section
 
 if TYPE_CHECKING:
     from ..nn import PolicyValueNet
@@ -148,12 +149,7 @@ def lookahead_table(e: dict) -> list[str]:
 
 def with_turn_value_section(card: str, entry: dict) -> str:
     """``card`` with its turn-start value section replaced (or added at the end), the rest kept."""
-    section = "\n".join(turn_value_lines(entry)) + "\n"
-    start = card.find(TURN_VALUE_HEADING)
-    if start < 0:
-        return card.rstrip("\n") + "\n\n" + section
-    end = card.find("\n## ", start + len(TURN_VALUE_HEADING))
-    return card[:start] + section + (card[end:] if end >= 0 else "")
+    return with_section(card, TURN_VALUE_HEADING, "\n".join(turn_value_lines(entry)))
 
 
 def model_card(agent: Described) -> ModelCard:

@@ -149,6 +149,20 @@ def agent_files(folder: Path) -> list[str]:
     return [n for n in names if (folder / n).is_file()]
 
 
+def with_section(card: str | None, heading: str, section: str) -> str:
+    """``card`` with the section under ``heading`` (up to the next ``## `` heading) replaced by
+    ``section``, or ``section`` added at its end (the section alone where there is no card); the
+    rest kept, a blank line before the next heading. A side value's card section is written so."""
+    section = section.rstrip("\n") + "\n"
+    if card is None:
+        return section
+    start = card.find(heading)
+    if start < 0:
+        return card.rstrip("\n") + "\n\n" + section
+    end = card.find("\n## ", start + len(heading))
+    return card[:start] + section + (card[end:] if end >= 0 else "")
+
+
 def with_side_files(
     directory: str | Path,
     command: str,

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..digest import tensors_sha256
 from ..solver.win_value import WinValueNet
-from .files import load_side_net, save_side_net_file, with_side_files
+from .files import load_side_net, save_side_net_file, with_section, with_side_files
 from .layout import WIN_VALUE_NAME
 
 #: The win value's sha256: in its safetensors metadata, config.json and the card.
@@ -63,13 +63,7 @@ def save_win_value(directory: str | Path, net: WinValueNet, info: dict) -> Path:
     entry = win_value_entry(net, info)
 
     def card(old: str | None) -> str:
-        if old is None:
-            return win_value_section(entry)
-        start = old.find(WIN_HEADING)
-        end = old.find("\n## ", start + len(WIN_HEADING)) if start >= 0 else -1
-        if start < 0:
-            return old.rstrip("\n") + "\n\n" + win_value_section(entry)
-        return old[:start] + win_value_section(entry) + (old[end + 1 :] if end >= 0 else "")
+        return with_section(old, WIN_HEADING, win_value_section(entry))
 
     write = lambda folder: save_win_value_file(net, folder)  # noqa: E731
     return with_side_files(directory, "win-value", write, WIN_VALUE_NAME, "win_value", entry, card)
