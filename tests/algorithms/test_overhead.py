@@ -179,6 +179,27 @@ def test_at_every_step_of_a_batch_every_game_is_at_the_same_roll(kwargs):
         assert (roll == torch.arange(roll.shape[1]) % 3).all()
 
 
+def test_collection_and_the_update_tell_the_network_the_rows_rolls(monkeypatch):
+    """Collection's steps run one head each (roll 0 for both keeps, 2 for the box) and the update's
+    loss reads its batch as whole turns: each row runs only the head that acts."""
+    from yahtzee_lightning.nn import WHOLE_TURNS, PolicyValueNet
+
+    seen = []
+    real = PolicyValueNet.heads
+
+    def heads(self, h, box_mask, rolls=None):
+        seen.append(rolls)
+        return real(self, h, box_mask, rolls)
+
+    monkeypatch.setattr(PolicyValueNet, "heads", heads)
+    model = bare_model(dropout=0.1)
+    batch = model.collect()
+    assert seen == [0, 0, 2] * (batch.shape[1] // 3)
+    seen.clear()
+    model.learn(batch)
+    assert WHOLE_TURNS in seen
+
+
 def test_other_seatings_run_every_head_on_every_row():
     assert bare_model(n_players=2, features="two_player").batch_rolls is None
 

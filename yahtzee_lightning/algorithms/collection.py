@@ -7,6 +7,7 @@ drive Lightning's loops (the data itself is played in ``training_step``, see ``b
 from __future__ import annotations
 
 import contextlib
+import inspect
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -183,8 +184,8 @@ class Collection:
         steps = N_ROLLS * (1 if self.hparams.task == "single_turn" else self.rules.n_turns)
         env, policy = self._players.env, self._players.policy
         played = []
-        # Each step's roll, where the policy can use it (it then runs only the head that acts).
-        in_step = isinstance(policy, PolicyModule) and self.batch_rolls is not None
+        # Each step's roll, where the policy takes it (it then runs only the head that acts).
+        in_step = self.batch_rolls is not None and "roll" in inspect.signature(policy.forward).parameters
         if isinstance(policy, PolicyModule):
             policy.plan(steps, env.batch_size[0])  # the batch's masks and action noise, drawn ahead
         with set_exploration_type(ExplorationType.RANDOM), eval_mode(self.net):
