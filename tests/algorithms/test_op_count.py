@@ -7,15 +7,15 @@ import pytest
 from yahtzee_lightning.algorithms.op_count import count_ops, recipe_args
 
 #: Operators per collection step and per update without logging, counted on 2026-11-28, session 27
-#: (186/744, 185/766, 185/7831; a 2 % margin for a library's own operators to move). Each row now
-#: runs only the policy head that acts there: a collection step 4 operators fewer (190/723, 189/745,
-#: 189/7516 before), an update about 21 more a loss (the rows split by roll and the heads' outputs
-#: padded back), fewer a batch in all for A2C, and a quarter less arithmetic a row at 128 x 2.
-#: Earlier: 241/734, 239/755, 239/7526 (session 24). ``yahtzee-lightning bench ops`` prints them.
+#: (186/690, 185/704, 185/6901; a 2 % margin for a library's own operators to move). Each row now
+#: runs only the policy head that acts there (a collection step 4 operators fewer, a loss about 21
+#: more: the rows split by roll, the heads' outputs padded back), and Adam steps with its fused
+#: kernel (one operator a step for every parameter). Before: 190/723, 189/745, 189/7516; session
+#: 24: 241/734, 239/755, 239/7526. ``yahtzee-lightning bench ops`` prints them.
 BUDGETS = {
-    "conf/a2c_long.yaml": (190, 759),
-    "conf/a2c.yaml": (189, 782),
-    "conf/ppo.yaml": (189, 7988),  # 15 minibatch steps an update (3 epochs of 5)
+    "conf/a2c_long.yaml": (190, 704),
+    "conf/a2c.yaml": (189, 718),
+    "conf/ppo.yaml": (189, 7039),  # 15 minibatch steps an update (3 epochs of 5)
 }
 
 
