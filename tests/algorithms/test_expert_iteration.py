@@ -35,10 +35,17 @@ def no_table(monkeypatch):
         cache.load_or_solve(Rules())
 
 
-def test_every_position_is_labelled_by_the_agents_own_search(no_table):
+def test_every_position_is_labelled_by_the_agents_own_search(no_table, monkeypatch):
+    import yahtzee_lightning.resolve as resolve
+
     net = {"d_h": 128, "n_layers": 2, "head_hidden": 128}  # the agent's own network
+    loads = []
+    real_load = resolve.load_agent
+    monkeypatch.setattr(resolve, "load_agent", lambda *a, **k: loads.append(a[0]) or real_load(*a, **k))
     model = ExpertIteration(value_from=AGENT, init_from=AGENT, games_per_batch=4, total_games=4, **net, **TINY)
     policy = model.collection_policy()
+    assert loads == [AGENT]  # value_from's agent loaded once: checked at construction, searched with after
+    assert not any(k.startswith("_search") for k in model.state_dict())  # the search is no weight of this run
     search = lookahead_player(load_agent(AGENT), AGENT)
     env = YahtzeeEnv(4, seed=5)
     td = env.reset()

@@ -53,7 +53,9 @@ class ExpertIteration(Distill):
 
     def __init__(self, value_from: str = "", diagnose_games: int = 0, final_eval_games: int = 0, **kwargs: Any) -> None:
         super().__init__(diagnose_games=diagnose_games, final_eval_games=final_eval_games, **kwargs)
-        self.search_agent()  # an agent without a search to learn from: refused now, not mid-run
+        # Loaded once, now: an agent without a search to learn from is refused here, not mid-run.
+        # (A player, not a module: it is not this module's weights and stays out of checkpoints.)
+        self._search = self.search_agent()
 
     def validate_settings(self) -> None:
         super().validate_settings()
@@ -109,7 +111,7 @@ class ExpertIteration(Distill):
         """The search on this module's device, as the labelling policy's oracle."""
         from ..players.lookahead import LookaheadPlayer
 
-        search = self.search_agent()
+        search = self._search
         return SearchTeacher(LookaheadPlayer(search.value.value.to(self.device), self.rules, self.device, search.name))
 
     def collection_policy(self) -> LabelledPolicy:
