@@ -40,6 +40,8 @@ from tensordict import TensorDictBase
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+from ..env.games import own_code
+
 #: The settings an ``ensemble_update: batched`` pack's members may differ in: what is computed on
 #: the host per member (its schedules) or applied per member outside the loss (clipping, Adam).
 PACKED_MEMBER_SETTINGS = frozenset(
@@ -263,7 +265,7 @@ class PackedUpdate:
         cache = self.__dict__.setdefault("_compiled_losses", {})
         key = getattr(loss_fn, "__func__", loss_fn)
         if key not in cache:
-            cache[key] = torch.compile(loss_fn, dynamic=False)
+            cache[key] = torch.compile(own_code(loss_fn), dynamic=False)  # its own recompile count
         return cache[key]
 
     def _as_tensors(self, args: tuple[Any, ...]) -> tuple[Any, ...]:

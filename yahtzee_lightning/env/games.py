@@ -8,6 +8,7 @@ Both see the same games for the same seed: the dice come from here.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -73,15 +74,30 @@ def check_capture(capture: str, device: torch.device) -> str:
     return capture
 
 
+def own_code(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a function or a bound method) running a code object of its own. The compiler keeps its
+    graphs per code object and, past its recompile limit (8), fails a ``fullgraph`` compile hard:
+    every env's and policy's captured step shares one method's code, so a process that captured a
+    few batch sizes or networks (a sweep, a benchmark's rows) failed at the next one."""
+    func = getattr(fn, "__func__", fn)
+    copy = types.FunctionType(
+        func.__code__.replace(), func.__globals__, func.__name__, func.__defaults__, func.__closure__
+    )
+    copy.__kwdefaults__, copy.__qualname__ = func.__kwdefaults__, func.__qualname__
+    copy.__dict__.update(func.__dict__)
+    return types.MethodType(copy, fn.__self__) if isinstance(fn, types.MethodType) else copy
+
+
 def captured(fn: Callable[..., tuple], capture: str) -> Callable[..., tuple]:
     """``fn`` (tensors in, a tuple of tensors out) as ``capture`` runs it: itself, compiled, or
     replayed as a CUDA graph, whose outputs are copied out after each replay (the next replay
-    overwrites them, and a rollout keeps every step's)."""
+    overwrites them, and a rollout keeps every step's). Each compiled one with its own code
+    (:func:`own_code`), so that captures never count against each other's recompile limit."""
     if capture == "none":
         return fn
     if capture == "compile":
-        return torch.compile(fn, dynamic=False, fullgraph=True)
-    graph = torch.compile(fn, dynamic=False, fullgraph=True, mode="reduce-overhead")
+        return torch.compile(own_code(fn), dynamic=False, fullgraph=True)
+    graph = torch.compile(own_code(fn), dynamic=False, fullgraph=True, mode="reduce-overhead")
 
     def replay(*args: Any) -> tuple:
         torch.compiler.cudagraph_mark_step_begin()
