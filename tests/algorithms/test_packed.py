@@ -154,3 +154,20 @@ def test_what_a_batched_pack_cannot_map_is_refused_by_name(cls, settings, messag
 def test_an_unknown_ensemble_update_is_refused():
     with pytest.raises(ValueError, match="ensemble_update must be one of"):
         A2C(**TINY, ensemble=2, ensemble_update="vmap")
+
+
+def test_a_batched_packs_stacked_forward_follows_its_members_to_their_device():
+    """The stacked forward is not a registered child, so a move to a GPU never reached its own tensors and
+    a batched pack drew its dropout masks on the CPU ("Expected a 'cpu' device type for generator but
+    found 'cuda'" at the first step on an H200). ``meta`` stands in for the GPU here."""
+    model = A2C(
+        **{**TINY, "dropout": 0.2, "games_per_batch": 6},
+        seed=7,
+        ensemble=MEMBERS[:2],
+        ensemble_update="batched",
+        total_games=30,
+    )
+    model.to("meta")  # as Lightning moves a module before it builds the optimizer (the live stacks)
+    model.configure_optimizers()
+    assert model._stacked.draw_dropout_mask(6).device.type == "meta"
+    assert {p.device.type for p in model._stacked.parameters()} == {"meta"}

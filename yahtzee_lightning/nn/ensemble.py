@@ -143,6 +143,7 @@ class StackedNet(nn.Module):
                 raise ValueError(f"StackedNet cannot batch {name} ({type(module).__name__}): it has weights")
         self._loaded = False
         self._shared = False
+        self._live: torch.Tensor | None = None  # one of the live stacks (share_): where the members are
         self._device = next(template.parameters()).device
 
     def fixed_features(self, obs: TensorDictBase) -> torch.Tensor | None:
@@ -157,7 +158,21 @@ class StackedNet(nn.Module):
         self, n: int, generator: torch.Generator | Sequence[torch.Generator] | None = None
     ) -> torch.Tensor | None:
         """As :meth:`PolicyValueNet.draw_dropout_mask` (member ``k``'s block from ``generator[k]``)."""
+        self._follow_live()
         return self.net.draw_dropout_mask(n, generator)
+
+    def _follow(self, device: torch.device) -> None:
+        """Move its own tensors (the template's, which set where dropout masks are drawn, and a dice
+        embedding's position code) to the members' ``device``. It is not a registered child of the
+        module that trains, so Lightning's move to a GPU never reaches it: the members' device does."""
+        if self._device != device:
+            self.net.to(device)
+            self._device = device
+
+    def _follow_live(self) -> None:
+        """With live stacks (:meth:`share_`), follow them: a packed update's stacks move with its module."""
+        if self._live is not None:
+            self._follow(self._live.device)
 
     def share_(self, stacks: dict[str, torch.Tensor]) -> StackedNet:
         """Read the members' weights from ``stacks`` (``(K, ...)`` per parameter name, as a member
@@ -170,6 +185,8 @@ class StackedNet(nn.Module):
             for param, _ in twin.layer.named_parameters(recurse=False):
                 twin.weights[param] = stacks[f"{name}.{param}"]
         self._loaded = self._shared = True
+        self._live = next(iter(stacks.values()), None)
+        self._follow_live()
         return self
 
     @torch.no_grad()
@@ -180,10 +197,7 @@ class StackedNet(nn.Module):
             return self
         if len(nets) != self.members:
             raise ValueError(f"a StackedNet of {self.members} members was given {len(nets)} networks")
-        device = next(nets[0].parameters()).device
-        if self._device != device:  # its own buffers (a dice embedding's position code) follow the members
-            self.net.to(device)
-            self._device = device
+        self._follow(next(nets[0].parameters()).device)
         for name, twin in self._twins.items():
             twin.load_([net.get_submodule(name) for net in nets])
         self._loaded = True
@@ -200,4 +214,5 @@ class StackedNet(nn.Module):
         ``rolls`` as there (whole turns: each member's ``N`` rows in whole turns)."""
         if not self._loaded:
             raise RuntimeError("StackedNet.load_(members) before its first forward")
+        self._follow_live()
         return self.net(obs, features, dropout_mask, rolls)
