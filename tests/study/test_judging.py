@@ -235,3 +235,47 @@ def test_an_axis_of_two_values_gets_its_upper_bonus_rate_compared_beside_its_ran
     rows = factorial_claims(ctx, "algorithm")
     assert [r[1] for r in rows] == ["upper-bonus rate, points of %: gae_lambda 0.95 vs 0.5 (factorial)"]
     assert rows[0][2].startswith("+16.0 [") and "**an effect**" in rows[0][3]  # 28.75 - 12.75 points of %
+
+
+def test_a_cell_at_another_network_size_is_set_against_its_recipe_at_the_same_games_trained():
+    """The paper's 600 x 3 A2C (300,000 games) against the study's 128 x 2 A2C of the same recipe at that
+    one's evaluation nearest 300,000 games, not its 500,000-game finals: width apart, not budget."""
+    from yahtzee_lightning.study.chain import size_twins
+    from yahtzee_lightning.study.judging.claims import size_claims
+    from yahtzee_lightning.study.judging.context import Series
+    from yahtzee_lightning.study.model import Cell
+
+    def cell(cid, d_h, games, **more):
+        keys = {"model.init_args.d_h": d_h, "model.init_args.total_games": games, "model.init_args.lr": 1e-4}
+        return Cell(cid, "conf/a2c.yaml", keys | more, "A2C", total_games=games)
+
+    cells = {
+        "small": cell("small", 128, 500_000),
+        "wide": cell("wide", 600, 300_000),
+        "short": cell("short", 600, 100_000),  # the wide network on a shorter budget: not another size
+        "other": cell("other", 128, 500_000, **{"model.init_args.lr": 1e-3}),  # another recipe
+    }
+    ablations = {
+        "algorithm": Ablation("algorithm", ["algorithm"], [("small", {"algorithm": "a2c"}), ("other", {})], [0, 1, 2]),
+        "advantages": Ablation("advantages", ["advantages"], [("small", {"advantages": "raw"})], [0, 1, 2]),
+        "width": Ablation("width", ["width"], [("wide", {"width": "600x3"}), ("short", {"width": "s"})], [0, 1, 2]),
+    }
+    study = SimpleNamespace(cells=cells, ablations=ablations)
+    assert size_twins(study, "wide") == [("algorithm", "small")]  # once, though two ablations share it
+    assert size_twins(study, "small") == [] and size_twins(study, "other") == []
+    assert size_twins(study, "short") == [("algorithm", "small")]  # "wide": the same network
+
+    games = [250_000, 300_000, 325_000, 500_000]
+    small_evals = pd.DataFrame(
+        [{"seed": s, "games": g, "mean_score": 150.0 + g / 10_000 + s} for s in range(3) for g in games]
+    )
+    wide = pd.DataFrame({"seed": [0, 1, 2], "mean_score": [201.0, 202.0, 203.0], "status": "done"})
+    series = {
+        "algorithm": [Series("A2C", "algorithm", "small", small_evals, pd.DataFrame())],
+        "width": [Series("600x3", "width", "wide", pd.DataFrame(), wide)],
+    }
+    ctx = SimpleNamespace(study=study, series=lambda name: series.get(name, []))
+    (row,) = size_claims(ctx, "width")
+    at_300k = [180.0, 181.0, 182.0]  # each seed's evaluation at 300,000 games, not at 500,000 (200-202)
+    assert row[2] == welch([201.0, 202.0, 203.0], at_300k).text()
+    assert "300,000 games" in row[1] and "its own budget 500,000" in row[1] and "**higher at this size**" in row[3]

@@ -139,3 +139,21 @@ def test_a_folder_resumes_packed_or_not_as_it_was_started(tmp_path, capsys):
     prepare_folder(study, tmp_path / "out", force=False)
     assert study.pack is True and "was started packed, and resumes so" in capsys.readouterr().err
     assert json.loads((tmp_path / "out" / "study.json").read_text()) == planned
+
+
+def test_a_packs_final_result_is_its_members_mean():
+    """Ray's last result for a packed trial, and the study's "done" line, is the mean over its members
+    (it was the first member's alone: 228.6 said for a pack whose members averaged 227.8)."""
+    from yahtzee_lightning.study.running.trial import final_metrics
+
+    def summary(score: float, bonus: float) -> dict:
+        return {"score": {"mean": score}, "upper_bonus_rate": bonus, "yahtzee_rate": 0.3}
+
+    members = [{"summary": summary(s, b)} for s, b in ((228.6, 0.5), (226.9, 0.7), (229.0, 0.6))]
+    pack = final_metrics({"games": 900, "summary": members[0]["summary"], "members": members})
+    assert pack["final/mean_score"] == pytest.approx((228.6 + 226.9 + 229.0) / 3)
+    assert pack["eval/mean_score"] == pack["final/mean_score"]
+    assert pack["final/upper_bonus_rate"] == pytest.approx(0.6) and pack["final/members"] == 3
+    single = final_metrics({"games": 900, "summary": summary(201.0, 0.4)})
+    assert single["final/mean_score"] == 201.0 and single["final/members"] == 1
+    assert final_metrics({"games": 0, "summary": None}) == {"done": 1.0, "final/games": 0.0}

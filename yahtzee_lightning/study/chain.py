@@ -101,6 +101,38 @@ def scratch_twin(study: Any, cell_id: str) -> tuple[str, str] | None:
     return None
 
 
+#: The keys that make a cell another size of the same recipe: its network and the budget that goes with it.
+SIZE_KEYS = frozenset(f"model.init_args.{k}" for k in ("d_h", "n_layers", "head_hidden", "total_games", "evaluations"))
+NETWORK_KEYS = ("model.init_args.d_h", "model.init_args.n_layers", "model.init_args.head_hidden")
+
+
+def size_twins(study: Any, cell_id: str) -> list[tuple[str, str]]:
+    """``(ablation, cell)`` s: the study's cells that train a cell's recipe (its base file and keys)
+    with another network, for at least as many games, so that the cell's final agents can be set
+    against the twin's at the evaluation nearest the cell's budget (the same games trained): how
+    width alone changes the result. Chained cells have none; a cell shared by ablations is listed once."""
+    cell = study.cells[cell_id]
+    if cell.start_from:
+        return []
+
+    def recipe(c: Any) -> tuple[str, dict[str, Any]]:
+        return c.base, {k: v for k, v in c.overrides.items() if k not in SIZE_KEYS}
+
+    def network(c: Any) -> tuple[Any, ...]:
+        return tuple(c.overrides.get(k) for k in NETWORK_KEYS)
+
+    out, seen = [], set()
+    for name, ab in study.ablations.items():
+        for cid, _ in ab.cells:
+            other = study.cells[cid]
+            if cid in seen or other.start_from or recipe(other) != recipe(cell) or network(other) == network(cell):
+                continue
+            if other.total_games >= cell.total_games:
+                seen.add(cid)
+                out.append((name, cid))
+    return out
+
+
 def source_of(trials: list[Any], cell: str, seed: int, out: Path) -> dict[str, Any]:
     """Where the seed's agent of ``cell`` is among the study's trials (:class:`~.results.Trial`): its
     run folder and its member index there (None: a single run)."""

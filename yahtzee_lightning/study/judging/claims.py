@@ -3,7 +3,8 @@
 Confirmatory: the study file's hypotheses, each tested as written down before the runs, with Holm's
 correction across them (:mod:`.hypotheses`). Everything else is exploratory, and labelled so: within
 each ablation every cell against the next one down by final mean score (and the first against the
-last: pairs chosen after ranking), Welch's t-test over seeds; the factorial effects of ablations with
+last: pairs chosen after ranking), Welch's t-test over seeds; a cell against the same recipe at another
+network size at the same games trained (``chain.size_twins``); the factorial effects of ablations with
 two axes (main effects averaged over the other axis, the interaction) and the linear trend of an
 ordered axis, as contrasts of cell means; each agent of T1 against the greedy player on each seed's own
 final games (paired per seed) and its median of games against the paper's 241.78. A difference whose
@@ -18,7 +19,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..chain import scratch_twin
+import pandas as pd
+
+from ..chain import scratch_twin, size_twins
 from ..results import COLLAPSE_WINDOW, DEAD_VALUE, FALLEN, NARROW_KEEP, SATURATED_LOGIT
 from . import hypotheses
 from .context import Context, Series, agents, collapsed, markdown_table
@@ -68,6 +71,39 @@ def chain_claims(ctx: Context, ablation: str) -> list[list[str]]:
                 [ablation, what, c.text(), verdict(c, f"{s.label} {'>' if c.effect > 0 else '<'} from a random start")]
             )
     return rows
+
+
+def size_claims(ctx: Context, ablation: str) -> list[list[str]]:
+    """Rows for each cell with another network size of its recipe in the study (``chain.size_twins``):
+    its final mean score against the twin's members at the twin's evaluation nearest this cell's
+    budget, the same games trained, so the difference is the network's alone (not its budget)."""
+    rows = []
+    for s in ctx.series(ablation):
+        if not finished(s):
+            continue
+        budget = ctx.study.cells[s.cell].total_games
+        for twin_ablation, twin_cell in size_twins(ctx.study, s.cell):
+            other = next(o for o in ctx.series(twin_ablation) if o.cell == twin_cell)
+            at = nearest_evaluation(other.evals, budget)
+            if at.empty:
+                continue
+            c = welch(_done(s)["mean_score"], at["mean_score"])
+            games = ", ".join(f"{g:,.0f}" for g in sorted(set(at["games"])))
+            what = (
+                f"{s.label} at its final {budget:,} games vs {twin_ablation}: {other.label} at its evaluation "
+                f"nearest that ({games} games; its own budget {ctx.study.cells[twin_cell].total_games:,})"
+            )
+            rows.append([ablation, what, c.text(), verdict(c, f"{'higher' if c.effect > 0 else 'lower'} at this size")])
+    return rows
+
+
+def nearest_evaluation(evals: pd.DataFrame, games: int) -> pd.DataFrame:
+    """Each seed's in-training evaluation nearest ``games`` games trained (one row a seed)."""
+    rows = evals.dropna(subset=["games", "mean_score"]) if len(evals) else evals
+    if rows.empty:
+        return rows
+    gap = (rows["games"] - games).abs()
+    return rows.loc[gap.groupby(rows["seed"]).idxmin()].sort_values("seed")
 
 
 def finished(s: Series) -> bool:
@@ -157,7 +193,7 @@ def write_claims(ctx: Context, path: Path) -> int:
     for name, ab in study.ablations.items():
         if not ab.scheduler and len(ab.cells) > 1:
             rows += ordering_claims(ctx, name) + factorial_claims(ctx, name)
-        rows += chain_claims(ctx, name) if ab.start_from else []
+        rows += chain_claims(ctx, name) if ab.start_from else size_claims(ctx, name)
     rows += greedy_claims(ctx, [n for n, ab in study.ablations.items() if not ab.scheduler])
     count += len(rows)
     header = ["ablation", "comparison (final mean score unless named)", "difference [95 % interval] (test, n, df, p)"]

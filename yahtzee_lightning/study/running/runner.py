@@ -144,8 +144,10 @@ class ProgressCallback(tune.Callback):
         _PROGRESS.say(trial, "started")
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        score = (trial.last_result or {}).get("final/mean_score")
-        _PROGRESS.say(trial, f"done: final mean score {score:.1f}" if score is not None else "stopped", True)
+        result = trial.last_result or {}
+        score, members = result.get("final/mean_score"), int(result.get("final/members") or 1)
+        over = f" (mean of its {members} members)" if members > 1 else ""
+        _PROGRESS.say(trial, f"done: final mean score {score:.1f}{over}" if score is not None else "stopped", True)
 
     def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         _PROGRESS.say(trial, "lost (its process or node died): retried from its newest checkpoint")

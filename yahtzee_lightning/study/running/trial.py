@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -281,12 +282,22 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def final_metrics(record: dict[str, Any]) -> dict[str, float]:
-    """The final evaluation as the trial's last result to Ray (its scheduler's metric included)."""
-    s = record.get("summary") or {}
+    """The final evaluation as the trial's last result to Ray (its scheduler's metric included): a
+    packed trial's is the mean over its members (``record["members"]``), not its first member's."""
     out = {"done": 1.0, "final/games": float(record.get("games", 0))}
-    if s:
-        out |= {"eval/mean_score": s["score"]["mean"], "final/mean_score": s["score"]["mean"]}
-        out |= {"final/upper_bonus_rate": s["upper_bonus_rate"], "final/yahtzee_rate": s["yahtzee_rate"]}
+    summaries = [m.get("summary") for m in record.get("members") or [record]]
+    summaries = [s for s in summaries if s]
+    if summaries:
+
+        def mean(pick: Callable[[dict[str, Any]], float]) -> float:
+            return sum(pick(s) for s in summaries) / len(summaries)
+
+        score = mean(lambda s: s["score"]["mean"])
+        out |= {"eval/mean_score": score, "final/mean_score": score, "final/members": float(len(summaries))}
+        out |= {
+            "final/upper_bonus_rate": mean(lambda s: s["upper_bonus_rate"]),
+            "final/yahtzee_rate": mean(lambda s: s["yahtzee_rate"]),
+        }
     return out
 
 
