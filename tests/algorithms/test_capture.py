@@ -98,13 +98,11 @@ def test_a_compiled_update_learns_the_eager_updates_weights(algorithm):
     assert moved > 1e-4  # they learned: agreeing is not both standing still
 
 
-def test_each_captured_function_counts_its_own_recompiles(monkeypatch):
+def test_each_captured_function_counts_its_own_recompiles():
     """The compiler counts recompiles per code object and fails a ``fullgraph`` compile past its limit
     (8): every env's captured step shared one method's code, so a sweep in one process failed at its
     next batch size. ``own_code`` gives each its own (the limit set to 1 here; the eager backend)."""
     from yahtzee_lightning.env.games import own_code
-
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)
 
     class Step:
         def __init__(self, n: int) -> None:
@@ -113,29 +111,31 @@ def test_each_captured_function_counts_its_own_recompiles(monkeypatch):
         def advance(self, x: torch.Tensor, *, by: float = 1.0) -> tuple[torch.Tensor]:
             return (x * self.n + by,)
 
+    def compiled(fn):
+        return torch.compile(fn, backend="eager", fullgraph=True, dynamic=False)
+
     torch._dynamo.reset()
     try:
-        for n in (2, 3, 4):  # a shape and a constant of their own each: one recompile each if shared
-            (out,) = torch.compile(own_code(Step(n).advance), backend="eager", fullgraph=True, dynamic=False)(
-                torch.ones(n)
-            )
-            assert torch.equal(out, torch.full((n,), n + 1.0))
-        with pytest.raises(Exception, match="fullgraph"):  # the same method's code, shared
-            for n in (5, 6):
-                torch.compile(Step(n).advance, backend="eager", fullgraph=True, dynamic=False)(torch.ones(n))
+        with torch._dynamo.config.patch(recompile_limit=1):
+            for n in (2, 3, 4):  # a shape and a constant of their own each: one recompile each if shared
+                (out,) = compiled(own_code(Step(n).advance))(torch.ones(n))
+                assert torch.equal(out, torch.full((n,), n + 1.0))
+            with pytest.raises(Exception, match="fullgraph"):  # the same method's code, shared
+                for n in (5, 6):
+                    compiled(Step(n).advance)(torch.ones(n))
     finally:
         torch._dynamo.reset()
 
 
 @pytest.mark.slow("compiles three models' collection steps (inductor): about 30 s on 2 cores")
-def test_one_process_captures_the_step_of_several_batch_sizes(monkeypatch):
+def test_one_process_captures_the_step_of_several_batch_sizes():
     # The policy's captured step compiles a graph for each roll of a turn (3): a limit of 3 holds one
     # model's captures, not three models' where they shared their methods' code.
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 3)
     torch._dynamo.reset()
     try:
-        for games in (3, 4, 5):
-            model = A2C(**{**TINY, "games_per_batch": games, "seed": 3, "capture": "compile"})
-            assert model.collect()["dice"].shape[0] == games
+        with torch._dynamo.config.patch(recompile_limit=3):
+            for games in (3, 4, 5):
+                model = A2C(**{**TINY, "games_per_batch": games, "seed": 3, "capture": "compile"})
+                assert model.collect()["dice"].shape[0] == games
     finally:
         torch._dynamo.reset()
