@@ -249,6 +249,7 @@ def test_feature_values_on_a_known_state():
     assert encode(td, ["joker_active"], env.rules)[0, 0] == 1
 
 
+@pytest.mark.slow("compiles TorchRL's step_and_maybe_reset with inductor: 10-25 s on 2 cores")
 def test_torchrl_compile_plays_the_same_games():
     """TorchRL's ``compile=True`` (``step_and_maybe_reset`` through ``torch.compile``) works on this
     env: the games (dice, cards, rewards) are the eager ones."""
