@@ -242,6 +242,11 @@ def test_population_based_training_perturbs_the_worst_and_is_set_against_fixed_s
     study = yaml.safe_load((ROOT / "conf" / "study" / "pbt.yaml").read_text())
     study["base"] = str(ROOT / study["base"])
     study["ablations"]["population"]["seeds"] = [0, 1, 2, 3]
+    # Ray's PBT is asynchronous: a member is exploited only where, at one of its perturbation points, it
+    # is the worst of the others' latest results and the best had saved at its own; with 3 points a
+    # member (8 evaluations) no member was exploited in one run of 2 on an idle 2-core box. 12
+    # evaluations give each member 5 chances.
+    study["profiles"]["smoke"]["set"] |= {"model.init_args.total_games": 384, "model.init_args.evaluations": 12}
     pbt = tmp_path / "pbt.yaml"
     pbt.write_text(yaml.safe_dump(study))
     run = _study(
