@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 
-def lr_factor(frac: float, warmup: float = 0.05, hold: float = 0.70, floor: float = 0.01) -> float:
-    """Linear warm-up over ``warmup``, hold for ``hold``, then linear decay to ``floor``."""
+def lr_factor(frac: float, warmup: float = 0.05, hold: float = 0.70, floor: float = 0.01, start: float = 0.0) -> float:
+    """Linear warm-up from ``start`` to 1 over ``warmup``, hold for ``hold``, then linear decay to ``floor``."""
     frac = min(max(frac, 0.0), 1.0)
     if frac < warmup:
-        return max(frac / warmup, 1e-3)
+        return max(start + (1.0 - start) * frac / warmup, 1e-3)
     if frac < warmup + hold:
         return 1.0
     decay = 1.0 - warmup - hold

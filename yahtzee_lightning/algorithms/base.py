@@ -62,7 +62,12 @@ class OnPolicyAlgorithm(
     Optimisation: Adam at ``lr`` with warm-up / hold / decay to ``r_alpha * lr``; gradient-norm
     clipping at ``tau_clip`` (0 = off); value-loss weight ``lambda_v``; entropy coefficients per
     head held at their max for ``entropy_hold`` of training then annealed to their min over
-    ``entropy_anneal``; discount from ``gamma_min`` to ``gamma_max``. Budget: ``total_games``
+    ``entropy_anneal``; discount from ``gamma_min`` to ``gamma_max`` over the first ``gamma_anneal`` of
+    training, then held; the learning rate's warm-up starts at ``warmup_start * lr`` (the published
+    code starts it at its floor). ``upper_score_weight``: the weight of an upper-score regression
+    head's loss (> 0 builds the head: it predicts each game's final upper sum); ``upper_shaping``:
+    the weight of potential-based reward shaping on that head's prediction (needs the head; see
+    :meth:`~.policy_gradient.PolicyGradient.rewards`). Budget: ``total_games``
     in batches of ``games_per_batch``, ``evaluations`` evaluation intervals of ``eval_games``
     games each, and a final evaluation of ``final_eval_games`` (0 = skip) against the optimum.
     ``init_from``: a Lightning checkpoint or an agent folder whose network weights start this run
@@ -121,6 +126,10 @@ class OnPolicyAlgorithm(
         entropy_anneal: float = 0.8,
         gamma_min: float = 0.99,
         gamma_max: float = 0.99,
+        gamma_anneal: float = 1.0,
+        warmup_start: float = 0.0,
+        upper_score_weight: float = 0.0,
+        upper_shaping: float = 0.0,
         total_games: int = 1_000_000,
         games_per_batch: int = 20,
         evaluations: int = 100,
@@ -240,7 +249,7 @@ class OnPolicyAlgorithm(
         opt = torch.optim.Adam(groups, lr=h.lr, **kernel)
 
         def factor(step: int) -> float:
-            return lr_factor(step / self.total_updates, h.warmup, h.hold, h.r_alpha)
+            return lr_factor(step / self.total_updates, h.warmup, h.hold, h.r_alpha, h.get("warmup_start", 0.0))
 
         return {"optimizer": opt, "lr_scheduler": torch.optim.lr_scheduler.LambdaLR(opt, factor)}
 
@@ -306,6 +315,8 @@ class OnPolicyAlgorithm(
         coefs = {"beta_roll": beta_roll, "beta_score": beta_score, "gamma": self.gamma()}
         logs = self.logs_this_update()
         self.logging_now = logs
+        if self.has_upper_head:
+            self.set_upper_targets(batch)
         with self.own_generator():  # its minibatch orders and dropout masks: its own
             stats = (self.diagnose(batch) if logs else {}) | self.update(batch, coefs)
         self.lr_schedulers().step()

@@ -14,6 +14,8 @@ from tensordict import TensorDictBase
 from torchrl.objectives.value.functional import generalized_advantage_estimate
 
 from ..env import keys as K
+from ..game import upper_sum
+from ..game.rules import UPPER_BONUS, UPPER_BONUS_THRESHOLD
 from ..metrics import approx_kl, explained_variance
 from ..nn import VALUE, as_played, eval_mode
 
@@ -31,6 +33,9 @@ def read_stats(stats: dict[str, torch.Tensor | float]) -> dict[str, float]:
     read = dict(zip(tensors, values, strict=True))
     return {k: read[k] if k in read else float(v) for k, v in stats.items()}
 
+
+#: Each step's regression target of the upper-score head: its game's final upper sum as ``(sum - 63) / 63``.
+UPPER_TARGET = "upper_target"
 
 #: The saturation signs :meth:`PolicyGradient.saturation` logs (metrics, not loss terms).
 SATURATION = ("max_logit_keep", "max_logit_box", "log_prob_taken")
@@ -98,12 +103,13 @@ class PolicyGradient:
         :param returns: ``(N,)``, the value head's target.
         :param coefs: ``beta_roll``, ``beta_score`` (see :meth:`entropy_bonus`).
         """
-        dist, value = as_played(self.net, obs, self.batch_rolls)
+        dist, value, *predicted = as_played(self.net, obs, self.batch_rolls, upper=self.has_upper_head)
         log_prob, value, ent_keep, ent_box = self.evaluate_actions(obs, (dist, value))
         parts = {
             "policy": -(log_prob * self.normalize(advantage)).mean(),
             "value": self.hparams.lambda_v * (returns - value).pow(2).mean(),
             "entropy": -self.entropy_bonus(ent_keep, ent_box, coefs),
+            **self.upper_loss(obs, predicted),
         }
         loss = sum(parts.values())
         parts |= {"entropy_roll": ent_keep, "entropy_score": ent_box}
@@ -120,11 +126,53 @@ class PolicyGradient:
             lam,
             batch[VALUE].unsqueeze(-1),
             self.next_values(batch).unsqueeze(-1),
-            nxt[K.REWARD],
+            self.rewards(batch),
             nxt[K.DONE],
             nxt[K.TERMINATED],
         )
         return advantage.squeeze(-1), returns.squeeze(-1)
+
+    # ------------------------------------------------------------------ the upper-score head
+    @property
+    def has_upper_head(self) -> bool:
+        """Whether the run trains an upper-score head (``upper_score_weight`` > 0)."""
+        return self.hparams.get("upper_score_weight", 0.0) > 0
+
+    def rewards(self, batch: TensorDictBase) -> torch.Tensor:
+        """The rewards the advantages see, ``(games, steps, 1)``: the game's, plus with
+        ``upper_shaping`` w the published code's potential-based shaping ``w (P(s') - P(s))``.
+
+        ``P(s) = 35 min(max(1 + u(s), 0), 1)``: the upper bonus times the share of 63 that the
+        upper-score head ``u`` (trained towards ``(final upper sum - 63) / 63``) predicts. As in that
+        code, ``u`` after a game's last step is taken as 0 (``P`` = 35), and there is no discount on
+        ``P(s')``. The predictions are the current network's under the masks each step was played
+        with (those it had when the batch was played), read without gradient.
+        """
+        reward = batch["next", K.REWARD]
+        w = self.hparams.get("upper_shaping", 0.0)
+        if not w:
+            return reward
+        with torch.no_grad():
+            flat = batch.reshape(-1)
+            u = as_played(self.net, flat, self.batch_rolls, upper=True)[2].reshape(batch.shape)
+        potential = UPPER_BONUS * (1.0 + u).clamp(0.0, 1.0)
+        after = torch.cat([potential[..., 1:], potential.new_full(potential[..., :1].shape, float(UPPER_BONUS))], -1)
+        return reward + w * (after - potential).unsqueeze(-1)
+
+    @staticmethod
+    def set_upper_targets(batch: TensorDictBase) -> None:
+        """Write each step's :data:`UPPER_TARGET`: its game's final upper sum, ``(sum - 63) / 63``
+        (every game of a batch ends at its last step)."""
+        final = upper_sum(batch["next", K.CARD][..., -1, :]).float()
+        target = (final - UPPER_BONUS_THRESHOLD) / UPPER_BONUS_THRESHOLD
+        batch.set(UPPER_TARGET, target.unsqueeze(-1).expand(batch.shape).clone())
+
+    def upper_loss(self, obs: TensorDictBase, predicted: list[torch.Tensor]) -> dict[str, torch.Tensor]:
+        """``upper_score_weight * (u(s) - target)^2`` averaged over ``obs`` (the upper-score head's
+        regression), as a loss term ``upper``; nothing for a run without the head."""
+        if not predicted:
+            return {}
+        return {"upper": self.hparams.upper_score_weight * (predicted[0] - obs[UPPER_TARGET]).pow(2).mean()}
 
     @staticmethod
     def update_stats(

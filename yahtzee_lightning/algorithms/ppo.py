@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -21,12 +22,19 @@ class PPO(OnPolicyAlgorithm):
     for its critic, and the update ran 1.5x slower for it (measured, BENCHMARKS.md). Here one
     forward gives both. Defaults: the study's PPO column, 3 epochs of minibatches of a fifth of
     the batch (``games_per_minibatch`` None: 4 of the study's 20 games), so that a larger batch
-    takes as many optimizer steps, not more.
+    takes as many optimizer steps, not more. ``minibatch``: ``games`` (each minibatch whole games)
+    or ``steps`` (as many steps drawn at random from the whole batch: the published code's);
+    ``normalize_over``: advantages normalised over each ``minibatch`` or once over the ``batch``
+    before it is cut (the published code's).
     """
 
     PACKABLE = True  # its steps through ``optimizer_step``: ``ensemble_update: batched`` maps them
 
-    LOSS_TERMS = ("policy", "value", "entropy")  # the parts of ``loss_parts`` that are summed
+    LOSS_TERMS = ("policy", "value", "entropy")  # the parts of ``loss_parts`` that are summed (and ``upper``, where
+    # the run trains an upper-score head)
+
+    MINIBATCHES = ("games", "steps")
+    NORMALIZE_OVER = ("minibatch", "batch")
 
     def __init__(
         self,
@@ -34,6 +42,8 @@ class PPO(OnPolicyAlgorithm):
         gae_lambda: float = 0.95,
         epochs: int = 3,
         games_per_minibatch: int | None = None,
+        minibatch: str = "games",
+        normalize_over: str = "minibatch",
         lr: float = 1e-4,
         tau_clip: float = 1.0,
         lambda_v: float = 0.01,
@@ -68,6 +78,11 @@ class PPO(OnPolicyAlgorithm):
         n = self.hparams.get("games_per_minibatch")
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
             raise ValueError(f"games_per_minibatch must be an integer >= 1 (or null: a fifth of the batch), got {n!r}")
+        for name, options in (("minibatch", self.MINIBATCHES), ("normalize_over", self.NORMALIZE_OVER)):
+            if self.hparams.get(name, options[0]) not in options:
+                raise ValueError(f"{name} must be one of {options}, got {self.hparams[name]!r}")
+        if self.hparams.get("minibatch", "games") == "steps" and self.hparams.get("ensemble") is not None:
+            raise ValueError("minibatch: steps draws from one run's batch; an ensemble's minibatches are whole games")
 
     @property
     def minibatch_games(self) -> int:
@@ -78,19 +93,32 @@ class PPO(OnPolicyAlgorithm):
     def update(self, batch: TensorDictBase, coefs: dict[str, Any]) -> dict[str, torch.Tensor]:
         h = self.hparams
         advantage, returns = self.advantages(batch, coefs["gamma"], h.gae_lambda)
+        if self.hparams.get("normalize_over", "minibatch") == "batch":
+            advantage = self.normalize(advantage)  # once, over the batch; not again per minibatch
         batch.set("advantage", advantage)
         batch.set("returns", returns)
 
+        if self.hparams.get("minibatch", "games") == "steps":
+            minibatches = self.step_minibatches(batch, h.epochs, self.minibatch_games * batch.shape[1])
+        else:
+            minibatches = self.minibatches(batch, h.epochs, self.minibatch_games)
         steps = [  # each minibatch's metrics, kept on the device until the update is done
-            self.optimizer_step(self.minibatch_loss, mb, coefs)
-            for mb in self.minibatches(batch, h.epochs, self.minibatch_games)
+            self.optimizer_step(self.minibatch_loss, mb, coefs) for mb in minibatches
         ]
         return self.mean_stats(steps)
+
+    @staticmethod
+    def step_minibatches(batch: TensorDictBase, epochs: int, size: int) -> Iterator[TensorDictBase]:
+        """``epochs`` passes over the batch's steps in random minibatches of ``size`` steps (the last
+        one of a pass smaller where ``size`` does not divide the batch)."""
+        flat = batch.reshape(-1)
+        for _ in range(epochs):
+            yield from (flat[idx] for idx in torch.randperm(flat.shape[0], device=flat.device).split(size))
 
     def minibatch_loss(self, mb: TensorDictBase, coefs: dict[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """One minibatch's loss (the sum of ``LOSS_TERMS``) and its metrics."""
         parts, ratio, value = self.loss_parts(mb, coefs)
-        loss = sum(parts[k] for k in self.LOSS_TERMS)
+        loss = sum(parts[k] for k in (*self.LOSS_TERMS, *(("upper",) if "upper" in parts else ())))
         signs = {k: parts.pop(k) for k in SATURATION if k in parts}  # metrics of their own, not loss terms
         stats = self.update_stats(loss, parts, mb["advantage"], value, mb["returns"]) | signs
         stats["clip_fraction"] = ((ratio - 1).abs() > self.hparams.clip_eps).float().mean()
@@ -101,9 +129,11 @@ class PPO(OnPolicyAlgorithm):
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
         """The loss terms of one minibatch (with ``advantage`` and ``returns``), its ratios and values."""
         h = self.hparams
-        dist, value = as_played(self.net, mb, self.batch_rolls)  # the network that acted: its masks replayed
+        # The network that acted: its masks replayed (rows in whole turns unless drawn step by step).
+        rolls = self.batch_rolls if h.get("minibatch", "games") == "games" else None
+        dist, value, *predicted = as_played(self.net, mb, rolls, upper=self.has_upper_head)
         log_prob, value, ent_keep, ent_box = self.evaluate_actions(mb, (dist, value))
-        adv = self.normalize(mb["advantage"])
+        adv = mb["advantage"] if h.get("normalize_over", "minibatch") == "batch" else self.normalize(mb["advantage"])
         ratio = (log_prob - mb[LOG_PROB]).exp()
         surrogate = torch.minimum(ratio * adv, ratio.clamp(1 - h.clip_eps, 1 + h.clip_eps) * adv)
         parts = {
@@ -112,6 +142,7 @@ class PPO(OnPolicyAlgorithm):
             "entropy": -self.entropy_bonus(ent_keep, ent_box, coefs),
             "entropy_roll": ent_keep,
             "entropy_score": ent_box,
+            **self.upper_loss(mb, predicted),
         }
         signs = self.saturation(dist, log_prob) if self.logging_now else {}  # logged updates only
         return parts | self.regularizers(mb, dist) | signs, ratio, value

@@ -52,6 +52,6 @@ class Reinforce(OnPolicyAlgorithm):
         )
 
     def update(self, batch: TensorDictBase, coefs: dict[str, float]) -> dict[str, float]:
-        returns = reward2go(batch["next", K.REWARD], batch["next", K.DONE], coefs["gamma"]).reshape(-1)
+        returns = reward2go(self.rewards(batch), batch["next", K.DONE], coefs["gamma"]).reshape(-1)
         advantage = returns - batch[VALUE].reshape(-1)  # V(s) stored at collection, with the current weights
         return self.policy_gradient_step(batch.reshape(-1), advantage, returns, coefs)

@@ -61,12 +61,24 @@ class Settings:
         need(h.log_every <= 1_000_000, "log_every", "at most 1,000,000 (a run that never logs hides a collapse)")
         need(h.lr > 0, "lr", "> 0")
         need(h.value_lr_scale > 0, "value_lr_scale", "> 0")
-        unit = ("r_alpha", "warmup", "hold", "entropy_hold", "entropy_anneal", "gamma_min", "gamma_max", "gae_lambda")
+        unit = (
+            "r_alpha",
+            "warmup",
+            "hold",
+            "entropy_hold",
+            "entropy_anneal",
+            "gamma_min",
+            "gamma_max",
+            "gae_lambda",
+            "gamma_anneal",
+            "warmup_start",
+        )
         for name in unit:
             if name in h:  # gae_lambda: only the algorithms with GAE advantages have it
                 need(0 <= h[name] <= 1, name, "in [0, 1]")
         for name in ("tau_clip", "lambda_v", "beta_roll_max", "beta_roll_min", "beta_score_max", "beta_score_min"):
             need(h[name] >= 0, name, ">= 0")
+        self.validate_upper_settings()
         if h.capture != "none" and h.n_players >= 2:
             raise ValueError(
                 f"capture: {h.capture} compiles the solitaire env's step; the match env (n_players {h.n_players}) "
@@ -74,6 +86,22 @@ class Settings:
             )
         if h.total_games < h.games_per_batch:
             raise ValueError(f"total_games ({h.total_games}) must be at least games_per_batch ({h.games_per_batch})")
+
+    def validate_upper_settings(self) -> None:
+        """The upper-score head and its shaping: refused where they cannot mean what they say."""
+        h = self.hparams
+        weight, shaping = h.get("upper_score_weight", 0.0), h.get("upper_shaping", 0.0)
+        if weight < 0:
+            raise ValueError(f"upper_score_weight must be >= 0 (0: no upper-score head), got {weight!r}")
+        if shaping and not weight:
+            raise ValueError(
+                f"upper_shaping {shaping} shapes rewards with the upper-score head's prediction, which "
+                "upper_score_weight 0 never trains: set upper_score_weight > 0, or upper_shaping 0"
+            )
+        if weight and (h.get("ensemble") is not None or h.get("n_players", 1) > 1):
+            raise ValueError(
+                "upper_score_weight: the upper-score head trains a single solitaire run (no ensemble, n_players 1)"
+            )
 
     NETWORK_KEYS = (
         "dice_encoder",
@@ -93,7 +121,8 @@ class Settings:
         """The network's constructor arguments from the module's hyperparameters (also for export)."""
         boxes = hparams.get("boxes")
         rules = Rules(hparams.get("joker", "free"), hparams.get("yahtzee_bonus", True), tuple(boxes or range(13)))
-        return {**{k: hparams[k] for k in cls.NETWORK_KEYS if k in hparams}, "rules": rules.to_dict()}
+        upper = {"upper_head": True} if hparams.get("upper_score_weight", 0) > 0 else {}
+        return {**{k: hparams[k] for k in cls.NETWORK_KEYS if k in hparams}, "rules": rules.to_dict(), **upper}
 
     @classmethod
     def complete_agent(cls, agent: Any, hparams: Any) -> None:
@@ -170,12 +199,13 @@ class Settings:
     def lr_at(self, progress: float) -> float:
         """The learning rate at ``progress``: ``lr`` on its warm-up / hold / decay schedule."""
         h = self.hparams
-        return h.lr * lr_factor(progress, h.warmup, h.hold, h.r_alpha)
+        return h.lr * lr_factor(progress, h.warmup, h.hold, h.r_alpha, h.get("warmup_start", 0.0))
 
     def gamma(self, progress: float | None = None) -> float:
         """The discount at ``progress`` (default: now; given, it saves a read of the update counter)."""
         h = self.hparams
-        return h.gamma_min + (h.gamma_max - h.gamma_min) * (self.progress if progress is None else progress)
+        f, length = self.progress if progress is None else progress, h.get("gamma_anneal", 1.0)
+        return h.gamma_min + (h.gamma_max - h.gamma_min) * (min(f / length, 1.0) if length > 0 else 1.0)
 
     def entropy_coefs(self, progress: float | None = None) -> tuple[float, float]:
         """Each head's entropy weight at ``progress`` (default: now)."""

@@ -182,6 +182,68 @@ def opponent_progress(td: TensorDictBase, rules: Rules) -> torch.Tensor:
     return torch.stack([filled, bonus, score], -1)
 
 
+# The published code's own features (Pape 2025's repository, ``features.py``), by its names, so that
+# its recipes run here as they were written. Where our engine and its differ (its joker needs a
+# scored Yahtzee of 50), ours decides: a feature describes the game being played.
+
+#: Each box's largest ordinary score (its ``NORMAL_SCORE_MAX``): the published potentials' scale.
+_BOX_SCALE = (5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 30.0, 30.0, 25.0, 30.0, 40.0, 50.0, 30.0)
+_BOX_SCALES: dict[torch.device, torch.Tensor] = {}
+
+
+@register_feature("dice_counts", N_FACES, "face counts n(d), not scaled (the published code's)")
+def dice_counts(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    return _counts(td).float()
+
+
+@register_feature("rolls_used", N_ROLLS, "which decision of the turn (the published name of roll_onehot)")
+def rolls_used(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    return roll_onehot(td, rules)
+
+
+@register_feature("phase", 1, "1 at the turn's scoring decision, 0 before it")
+def phase(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    return (td[K.ROLL] == N_ROLLS - 1).float().unsqueeze(-1)
+
+
+@register_feature("has_earned_yahtzee", 1, "the Yahtzee box holds 50")
+def has_earned_yahtzee(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    return (td[K.CARD][..., YAHTZEE_BOX] == 50).float().unsqueeze(-1)
+
+
+@register_feature("available_categories", N_BOXES, "1 where a box is open (the published name of card_mask)")
+def available_categories(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    return card_mask(td, rules)
+
+
+@register_feature("percent_progress_towards_bonus", 1, "upper sum / 63, not capped")
+def percent_progress_towards_bonus(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    return _upper_sum(td).float().unsqueeze(-1) / UPPER_BONUS_THRESHOLD
+
+
+@register_feature(
+    "potential_scoring_opportunities", N_BOXES + 1, "open boxes: score now / largest ordinary score; the joker"
+)
+def potential_scoring_opportunities(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    scores, _, _ = box_options(_dice_index(td), td[K.CARD], rules)
+    device = scores.device
+    if device not in _BOX_SCALES:
+        _BOX_SCALES[device] = torch.tensor(_BOX_SCALE, device=device)
+    return torch.cat([scores.float() / _BOX_SCALES[device], joker_active(td, rules)], -1)
+
+
+@register_feature("game_progress", 1, "share of the boxes filled")
+def game_progress(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    return (td[K.CARD] != OPEN).float().mean(-1, keepdim=True)
+
+
+@register_feature("will_receive_bonus_if_chosen", 6, "scoring this open upper box now reaches 63 (or it is reached)")
+def will_receive_bonus_if_chosen(td: TensorDictBase, rules: Rules) -> torch.Tensor:
+    card = td[K.CARD]
+    gain = _counts(td) * torch.arange(1, 7, device=card.device)
+    return ((card[..., :6] == OPEN) & (_upper_sum(td).unsqueeze(-1) + gain >= UPPER_BONUS_THRESHOLD)).float()
+
+
 #: Features read from the N-player env's opponent keys: a network with one of them plays matches only.
 OPPONENT_FEATURES = frozenset({"score_diff", "opponent_progress"})
 
@@ -203,6 +265,29 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "potentials",
         "score_diff",
         "opponent_progress",
+    ),
+    # The published code's ten features, in its order (its full-game recipes).
+    "paper": (
+        "dice_onehot",
+        "dice_counts",
+        "rolls_used",
+        "phase",
+        "has_earned_yahtzee",
+        "available_categories",
+        "percent_progress_towards_bonus",
+        "potential_scoring_opportunities",
+        "game_progress",
+        "will_receive_bonus_if_chosen",
+    ),
+    # Its single-turn recipe's seven.
+    "paper_single_turn": (
+        "dice_onehot",
+        "dice_counts",
+        "rolls_used",
+        "phase",
+        "has_earned_yahtzee",
+        "available_categories",
+        "percent_progress_towards_bonus",
     ),
     "all": (
         "dice_combined",

@@ -92,6 +92,9 @@ class PolicyValueNet(nn.Module):
         roll_head: ``categorical`` or ``bernoulli``.
         d_emb: embedding width of the learned dice encoders.
         rules: the rule variant as ``Rules.to_dict()`` (some features depend on it).
+        upper_head: a fourth head that predicts the game's final upper-section sum, as
+            ``(sum - 63) / 63`` (the published code's auxiliary regression; its prediction is the
+            potential of upper-score shaping). Read with ``forward(..., upper=True)``.
     """
 
     #: Its forward takes ``rolls`` (:meth:`heads`); a network without it is given none.
@@ -110,6 +113,7 @@ class PolicyValueNet(nn.Module):
         roll_head: str = "categorical",
         d_emb: int = 8,
         rules: dict | None = None,
+        upper_head: bool = False,
     ) -> None:
         super().__init__()
         self.config = {
@@ -125,6 +129,8 @@ class PolicyValueNet(nn.Module):
             "d_emb": check_size("d_emb", d_emb),
             "rules": Rules.from_dict(rules).to_dict(),
         }
+        if upper_head:  # only where there is one: older configs rebuild as they were
+            self.config["upper_head"] = True
         if not 0.0 <= self.config["dropout"] < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
         self.rules = Rules.from_dict(rules)
@@ -153,6 +159,7 @@ class PolicyValueNet(nn.Module):
         self.score_head = head(N_BOXES)
         self.value_head = head(1)
         self.value_activation = nn.ELU()  # a module, so that a stacked copy can apply it member by member
+        self.upper_head = head(1) if upper_head else None
 
     @property
     def dropout_shape(self) -> tuple[int, int] | None:
@@ -209,7 +216,8 @@ class PolicyValueNet(nn.Module):
         features: torch.Tensor | None = None,
         dropout_mask: torch.Tensor | None = None,
         rolls: int | str | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        upper: bool = False,
+    ) -> tuple[torch.Tensor, ...]:
         """``(roll_logits (N, 32 or 5), box_logits (N, 13) with illegal boxes at -inf, value (N,))``.
 
         ``features``: ``obs``'s fixed features as :meth:`fixed_features` computed them (a rollout's,
@@ -217,7 +225,10 @@ class PolicyValueNet(nn.Module):
         masks from :meth:`draw_dropout_mask` (the ones the policy acted with), applied in any mode;
         None: the usual dropout of the mode. ``rolls``: which rows are at which roll, so that each
         row runs only the head that acts there (:meth:`heads`); None: every head on every row.
+        ``upper``: a fourth output, the upper head's ``(N,)`` prediction (a network with one).
         """
+        if upper and self.upper_head is None:
+            raise ValueError("this network has no upper-score head (build it with upper_head=True)")
         h = self.encode(obs, features)
         layer = 0
         for module in self.trunk:
@@ -226,7 +237,8 @@ class PolicyValueNet(nn.Module):
                 layer += 1
             else:
                 h = module(h)
-        return self.heads(h, obs[K.BOX_MASK], rolls)
+        out = self.heads(h, obs[K.BOX_MASK], rolls)
+        return (*out, self.upper_head(h).squeeze(-1)) if upper else out
 
     def heads(
         self, h: torch.Tensor, box_mask: torch.Tensor, rolls: int | str | None = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase
@@ -78,10 +79,14 @@ def outputs(
     features: torch.Tensor | None = None,
     dropout_mask: torch.Tensor | None = None,
     rolls: int | str | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    upper: bool = False,
+) -> tuple[torch.Tensor, ...]:
     """The network's ``(roll_logits, box_logits, value)``, given only the arguments it was given
     (another network, a teacher's, need not take them): ``rolls`` reaches a network that reads
-    them (``takes_rolls``) and is dropped for another, which computes every head."""
+    them (``takes_rolls``) and is dropped for another, which computes every head. ``upper``: and
+    its upper-score head's prediction, fourth (a :class:`PolicyValueNet` built with one)."""
+    if upper:
+        return net(obs, features, dropout_mask, rolls if getattr(net, "takes_rolls", False) else None, upper=True)
     if rolls is not None and getattr(net, "takes_rolls", False):
         return net(obs, features, dropout_mask, rolls)
     if dropout_mask is not None:
@@ -90,14 +95,20 @@ def outputs(
 
 
 def as_played(
-    net: PolicyValueNet, obs: TensorDictBase, rolls: int | str | None = None
-) -> tuple[TurnDistribution, torch.Tensor]:
+    net: PolicyValueNet, obs: TensorDictBase, rolls: int | str | None = None, upper: bool = False
+) -> tuple[Any, ...]:
     """The policy and value of a rollout's steps under the network that chose their actions: its
     carried features and the dropout masks it acted with (none recorded: the network's mode). What
     every on-policy loss differentiates: at the update's first step its log-probabilities are those
     recorded when the games were played. ``rolls``: as :func:`distribution` (a loss on whole games:
-    :data:`~yahtzee_lightning.nn.network.WHOLE_TURNS`)."""
-    return distribution(net, obs, carried(obs), obs.get(DROPOUT_MASK, None), rolls)
+    :data:`~yahtzee_lightning.nn.network.WHOLE_TURNS`). ``upper``: the upper-score head's
+    prediction third, from the same forward pass."""
+    if not upper:
+        return distribution(net, obs, carried(obs), obs.get(DROPOUT_MASK, None), rolls)
+    roll_logits, box_logits, value, predicted = outputs(
+        net, obs, carried(obs), obs.get(DROPOUT_MASK, None), rolls, upper=True
+    )
+    return TurnDistribution(roll_logits, box_logits, obs[K.ROLL]), value, predicted
 
 
 def carried(obs: TensorDictBase) -> torch.Tensor | None:
