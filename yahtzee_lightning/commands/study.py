@@ -57,6 +57,13 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--force", action="store_true", help="replace an existing report's files (only those: any others stay)"
     )
+    compare = verbs.add_parser(
+        "compare", help="write DIR/table.csv and DIR/published/ from a study folder beside a paper's published rows"
+    )
+    compare.add_argument("dir", help="a study folder written by `study run`, its cells labelled on a 'row' axis")
+    compare.add_argument(
+        "--published", required=True, help="the published rows, e.g. conf/paper/published.json (see docs/study.md)"
+    )
     prose = verbs.add_parser(
         "prose", help='fill the numbers a README marks (<!--n TABLE "ROW" "COLUMN"-->) from the report\'s tables'
     )
@@ -86,6 +93,11 @@ def main(argv: list[str] | None = None) -> int:
 
             index = write_report(Path(args.dir), force=args.force)
             print(f"report: {index}")
+            return 0
+        if args.verb == "compare":
+            from ..study.drawing.published import compare_published
+
+            print(f"compared: {compare_published(Path(args.dir), args.published)}")
             return 0
         if getattr(args, "address", None):
             from ..study.running.cluster import check_address

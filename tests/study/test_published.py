@@ -1,0 +1,99 @@
+"""A study's cells beside a paper's published rows: every seed's line and the paper's in table.csv,
+and whether the paper's number falls in our seeds' prediction interval for one new run."""
+
+import csv
+import json
+import math
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+from scipy import stats
+
+from yahtzee_lightning.game import BOX_NAMES
+from yahtzee_lightning.study.judging.published import (
+    TABLE_COLUMNS,
+    band,
+    load_published,
+    matched_rows,
+    paper_lines,
+    seed_lines,
+    side_by_side,
+    write_table,
+)
+from yahtzee_lightning.study.model import StudyError
+
+
+def test_the_prediction_interval_is_students_for_one_new_seed():
+    values = [210.0, 211.0, 212.0]
+    b = band(values)
+    n, s = 3, pd.Series(values).std()
+    half = stats.t.ppf(0.975, n - 1) * s * math.sqrt(1 + 1 / n)
+    assert (b.predict_low, b.predict_high) == pytest.approx((b.mean - half, b.mean + half))
+    assert b.predict_low < b.low < b.mean < b.high < b.predict_high  # wider than the mean's interval
+    assert b.holds(230.38) is False and b.holds(b.mean + 0.9 * half) is True
+    assert band([212.0]).holds(212.0) is None  # one seed: no interval, no verdict
+    assert band([0.01, 0.02, 0.9], bounds=(0.0, 1.0)).predict_low == 0.0  # a rate's interval stays in [0, 1]
+
+
+def _published(tmp_path, rows=("a2c_250k", "ppo_50k")):
+    per_box = [[1.0 + i, 2.0] for i in range(15)]
+    data = {
+        "source": "a test",
+        "rows": {
+            r: {"games": 250_000, "mean": 230.38, "variance": 2503.83, "bonus_rate": 0.1137, "yahtzee_rate": 0.31,
+                "share_250": 0.278, "per_box": per_box}
+            for r in rows
+        },
+    }  # fmt: skip
+    path = tmp_path / "published.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _results(cells: dict[str, list[float]]) -> pd.DataFrame:
+    rows = []
+    for cell, means in cells.items():
+        for seed, mean in enumerate(means):
+            rows.append(
+                {"cell": cell, "seed": seed, "stage": "final", "status": "done", "games": 250_000,
+                 "final_games": 100_000, "mean_score": mean, "sd": 50.0, "upper_bonus_rate": 0.1,
+                 "yahtzee_rate": 0.3, "share_at_least_250": 0.25, "upper_bonus_mean": 3.5,
+                 **{f"box_mean/{b}": float(i) for i, b in enumerate(BOX_NAMES)}}
+            )  # fmt: skip
+    rows.append({"cell": "c1", "seed": 9, "stage": "final", "status": "unfinished"})  # not a line
+    return pd.DataFrame(rows)
+
+
+def test_table_csv_holds_each_seed_then_the_papers_line_per_row(tmp_path):
+    published = load_published(_published(tmp_path))
+    study = SimpleNamespace(
+        name="t",
+        ablations={"table": SimpleNamespace(cells=[("c1", {"row": "a2c_250k"}), ("c2", {"row": "other"})])},
+    )
+    cells = matched_rows(study, published)
+    assert cells == {"c1": "a2c_250k"}  # a label the paper lacks is not compared
+    ours = seed_lines(_results({"c1": [210.0, 211.0, 212.0], "c2": [1.0]}), cells)
+    write_table(tmp_path / "table.csv", ours, paper_lines(published, ["a2c_250k"]))
+    with (tmp_path / "table.csv").open() as f:
+        lines = list(csv.DictReader(f))
+    assert tuple(lines[0]) == TABLE_COLUMNS
+    assert [line["seed"] for line in lines] == ["0", "1", "2", "paper"]
+    assert float(lines[0]["variance"]) == 2500.0 and lines[3]["mean"] == "230.38"
+    side = {s["quantity"]: s for s in side_by_side(ours, published, ["a2c_250k"])}
+    assert side["mean"]["holds"] is False and side["mean"]["band"].n == 3
+
+
+def test_a_published_file_that_lacks_a_column_or_a_study_without_rows_is_refused_in_one_line(tmp_path):
+    path = _published(tmp_path)
+    data = json.loads(path.read_text())
+    del data["rows"]["a2c_250k"]["share_250"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(StudyError, match="row 'a2c_250k' lacks \\['share_250'\\]"):
+        load_published(path)
+    path.write_text("[1, 2]")
+    with pytest.raises(StudyError, match="not a file of published rows"):
+        load_published(path)
+    study = SimpleNamespace(name="t", ablations={"a": SimpleNamespace(cells=[("c1", {"lr": "0.1"})])})
+    with pytest.raises(StudyError, match="no cell of study 't' has a 'row' label"):
+        matched_rows(study, load_published(_published(tmp_path)))

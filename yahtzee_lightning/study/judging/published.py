@@ -1,0 +1,175 @@
+"""A study's cells beside a paper's published rows: the table of every seed and the paper's line,
+and for each row whether the paper's number falls inside our seeds' prediction interval for one
+new run.
+
+The published numbers are a JSON file (``conf/paper/published.json``): per row its table's
+``mean``, ``variance``, ``bonus_rate``, ``yahtzee_rate``, ``share_250``, ``games``, and its
+evaluation log's ``per_box`` ``[mean, variance]`` pairs (13 boxes, the upper bonus, the total).
+A cell is matched to a row by its label on the study's ``row`` axis.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...game import BOX_NAMES
+from ..model import StudyError
+from .stats import interval, t_quantile
+
+#: The columns of ``table.csv``: a line per row and seed, plus a line per row whose seed is ``paper``.
+TABLE_COLUMNS = ("row", "seed", "games", "eval_games", "mean", "variance", "bonus_rate", "yahtzee_rate", "share_250")
+#: The table's quantities: its column, our results' column and how a report prints it.
+QUANTITIES = (
+    ("mean", "mean_score", "mean", 1.0, 2),
+    ("variance", "variance", "variance", 1.0, 1),
+    ("bonus_rate", "upper_bonus_rate", "bonus %", 100.0, 2),
+    ("yahtzee_rate", "yahtzee_rate", "Yahtzee %", 100.0, 2),
+    ("share_250", "share_at_least_250", ">= 250 %", 100.0, 2),
+)
+AXIS = "row"
+
+
+@dataclass(frozen=True)
+class Band:
+    """Our seeds' mean of a quantity, its 95 % interval and the 95 % prediction interval for one new
+    seed (Student's t, ``n - 1`` df: ``mean +- t s sqrt(1 + 1/n)``; none with one seed)."""
+
+    mean: float
+    low: float
+    high: float
+    predict_low: float
+    predict_high: float
+    n: int
+
+    def holds(self, value: float) -> bool | None:
+        """Whether ``value`` lies in the prediction interval (None: no interval, n < 2)."""
+        if self.n < 2:
+            return None
+        return bool(self.predict_low <= value <= self.predict_high)
+
+
+def band(values: list[float], bounds: tuple[float, float] = (-math.inf, math.inf)) -> Band:
+    """:class:`Band` of one value per seed, its intervals cut to ``bounds`` (a rate's [0, 1])."""
+    x = np.asarray([v for v in values if math.isfinite(v)], dtype=float)
+    mean = interval(x, bounds)
+    if len(x) < 2:
+        return Band(mean.mean, math.nan, math.nan, math.nan, math.nan, len(x))
+    half = t_quantile(0.975, len(x) - 1) * float(x.std(ddof=1)) * math.sqrt(1 + 1 / len(x))
+    low, high = max(mean.mean - half, bounds[0]), min(mean.mean + half, bounds[1])
+    return Band(mean.mean, mean.low, mean.high, low, high, len(x))
+
+
+def load_published(path: str | Path) -> dict[str, Any]:
+    """The published rows, checked for what the comparison reads (one line naming what is missing)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+        rows = data["rows"]
+        for name, row in rows.items():
+            missing = [k for k, *_ in QUANTITIES if not isinstance(row.get(k), (int, float))]
+            if missing or len(row.get("per_box", [])) != len(BOX_NAMES) + 2:
+                raise StudyError(f"{path}: row {name!r} lacks {missing or 'per_box (13 boxes, bonus, total)'}")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        if isinstance(e, StudyError):
+            raise
+        raise StudyError(f"{path}: not a file of published rows ({type(e).__name__}: {e})") from e
+    return data
+
+
+def matched_rows(study: Any, published: dict[str, Any]) -> dict[str, str]:
+    """Each cell id with a ``row`` label that the published file has, to that label."""
+    cells = {}
+    for ablation in study.ablations.values():
+        for cell_id, labels in ablation.cells:
+            if labels.get(AXIS) in published["rows"]:
+                cells[cell_id] = labels[AXIS]
+    if not cells:
+        raise StudyError(f"no cell of study {study.name!r} has a '{AXIS}' label among {sorted(published['rows'])}")
+    return cells
+
+
+def seed_lines(results: Any, cells: dict[str, str]) -> list[dict[str, Any]]:
+    """``table.csv``'s line of every finished seed of a matched cell (``results``: the study's
+    collected results, one final row per member)."""
+    final = results[(results["stage"] == "final") & (results["status"] == "done") & results["cell"].isin(cells)]
+    lines = []
+    for _, r in final.sort_values(["cell", "seed"]).iterrows():
+        lines.append(
+            {
+                "row": cells[r["cell"]],
+                "seed": int(r["seed"]),
+                "games": int(r["games"]),
+                "eval_games": int(r["final_games"]),
+                "mean": float(r["mean_score"]),
+                "variance": float(r["sd"]) ** 2,
+                "bonus_rate": float(r["upper_bonus_rate"]),
+                "yahtzee_rate": float(r["yahtzee_rate"]),
+                "share_250": float(r["share_at_least_250"]),
+                **{f"box/{b}": float(r[f"box_mean/{b}"]) for b in BOX_NAMES},
+                "box/upper_bonus": float(r["upper_bonus_mean"]),
+            }
+        )
+    return lines
+
+
+def paper_lines(published: dict[str, Any], rows: list[str]) -> list[dict[str, Any]]:
+    """The paper's line of each row: its table's numbers, evaluated over its logs' games."""
+    return [
+        {
+            "row": row,
+            "seed": "paper",
+            "games": published["rows"][row]["games"],
+            "eval_games": published["rows"][row].get("eval_games", 100_000),
+            **{k: published["rows"][row][k] for k, *_ in QUANTITIES},
+        }
+        for row in rows
+    ]
+
+
+def write_table(path: Path, ours: list[dict[str, Any]], paper: list[dict[str, Any]]) -> None:
+    """``table.csv``: our seeds' lines, then the paper's, rates as fractions."""
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, TABLE_COLUMNS, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        for row in dict.fromkeys(line["row"] for line in paper):  # a row's seeds, then the paper's line
+            for line in [*(o for o in ours if o["row"] == row), *(p for p in paper if p["row"] == row)]:
+                writer.writerow({k: _plain(line[k]) for k in TABLE_COLUMNS})
+
+
+def _plain(value: Any) -> Any:
+    return f"{value:.6g}" if isinstance(value, float) else value
+
+
+def side_by_side(ours: list[dict[str, Any]], published: dict[str, Any], rows: list[str]) -> list[dict[str, Any]]:
+    """Per row and quantity: the paper's number, our band over seeds, and whether it holds."""
+    out = []
+    for row in rows:
+        seeds = [line for line in ours if line["row"] == row]
+        for key, _, name, scale, digits in QUANTITIES:
+            b = band([line[key] for line in seeds], (0.0, 1.0) if key.endswith(("rate", "250")) else (0.0, math.inf))
+            paper = published["rows"][row][key]
+            out.append({"row": row, "quantity": name, "key": key, "paper": paper, "band": b, "holds": b.holds(paper)})
+            out[-1] |= {"scale": scale, "digits": digits}
+    return out
+
+
+def per_box_differences(
+    ours: list[dict[str, Any]], published: dict[str, Any], rows: list[str]
+) -> dict[str, list[tuple[str, Band, float]]]:
+    """Per row: for each box and the upper bonus, our band of its mean points and the paper's mean."""
+    names = [*BOX_NAMES, "upper_bonus"]
+    out = {}
+    for row in rows:
+        seeds = [line for line in ours if line["row"] == row]
+        per_box = published["rows"][row]["per_box"]
+        out[row] = [
+            (name, band([s[f"box/{name}"] for s in seeds]), float(per_box[i][0])) for i, name in enumerate(names)
+        ]
+    return out
