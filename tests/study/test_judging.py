@@ -91,7 +91,9 @@ def test_a_member_whose_heads_died_at_its_last_evaluations_is_collapsed_from_whe
     assert collapse(dipped)["collapsed"] is False
 
 
-def _context(cells: dict[str, list[float]], hyps: list[Hypothesis], extra=None, axes=("algorithm",), labels=None):
+def _context(
+    cells: dict[str, list[float]], hyps: list[Hypothesis], extra=None, axes=("algorithm",), labels=None, size=None
+):
     rows = []
     for cid, values in cells.items():
         for seed, v in enumerate(values):
@@ -99,7 +101,9 @@ def _context(cells: dict[str, list[float]], hyps: list[Hypothesis], extra=None, 
             rows.append(row | ((extra or {}).get(cid, {}).get(seed, {})))
     cell_labels = labels or {cid: {"algorithm": cid} for cid in cells}
     ab = Ablation("algorithm", list(axes), [(cid, cell_labels[cid]) for cid in cells], list(range(8)))
-    study = SimpleNamespace(ablations={"algorithm": ab}, hypotheses={h.id: h for h in hyps})
+    games, overrides = size or (1_000_000, {})  # the paper's agent unless named
+    sized = {cid: SimpleNamespace(total_games=games, overrides=overrides) for cid in cells}
+    study = SimpleNamespace(ablations={"algorithm": ab}, hypotheses={h.id: h for h in hyps}, cells=sized)
     return SimpleNamespace(study=study, table=pd.DataFrame(rows))
 
 
@@ -125,6 +129,19 @@ def test_hypotheses_are_judged_in_their_direction_with_holms_correction():
     assert judged["H5"].verdict == hypotheses.CONTRADICTED  # a value the results are clearly below
     raw = sorted(j.comparison.p for j in judged.values())
     assert min(j.p_holm for j in judged.values()) == pytest.approx(min(1.0, 5 * raw[0]))
+
+
+def test_a_claim_confirmed_below_the_papers_scale_says_at_which_and_one_about_the_papers_agent_is_not_testable():
+    cells = {"a2c": [230.0, 231.0, 229.5, 230.5], "reinforce": [200.0, 201.0, 199.0, 200.5]}
+    hyps = [
+        Hypothesis("H1", "A2C beats REINFORCE", "algorithm", "mean_score", ["a2c", "reinforce"], "greater"),
+        Hypothesis("H11", "A2C's median", "algorithm", "mean_score", ["a2c", 241.78], "greater", scale="paper"),
+    ]
+    small = (500_000, {"model.init_args.d_h": 128, "model.init_args.n_layers": 2})
+    judged = {j.hypothesis.id: j.verdict for j in hypotheses.judge(_context(cells, hyps, size=small))}
+    assert judged == {"H1": "confirmed at this scale (128 x 2, 500,000 games)", "H11": hypotheses.NOT_TESTABLE}
+    judged = {j.hypothesis.id: j.verdict for j in hypotheses.judge(_context(cells, hyps))}  # the paper's size
+    assert judged == {"H1": hypotheses.CONFIRMED, "H11": hypotheses.CONTRADICTED}
 
 
 def test_a_two_axis_ablation_is_analysed_as_a_factorial():

@@ -238,8 +238,10 @@ NOTES = {
     + LATE
     + " Healthy agents stay in the tens to low hundreds; from 1,000 the collapse rule names "
     "saturated logits (a policy that plays one fixed keep whatever the dice).",
-    "T1": "Agents: the best cell (final mean score over seeds) of each algorithm, picked after the fact among the "
-    "cells of that algorithm on the very games it is judged on, so its mean and median are optimistic; the fresh-games "
+    "T1": "Agents: the best cell (final mean score over seeds) of each algorithm among the cells of the ablations "
+    "this table draws, and after it, where another of the study's cells of that algorithm scores higher, the study's "
+    "best cell of that algorithm (the picked column says which); each picked after the fact among its rivals on the "
+    "very games it is judged on, so its mean and median are optimistic; the fresh-games "
     "columns play every member of that cell again on games no evaluation played (as many as its final evaluation), "
     'from its last checkpoint, or, in a copy without them, from the study\'s record of that play ("no weights": '
     "neither). Optimal and greedy: the same "
@@ -254,7 +256,8 @@ NOTES = {
     "R1": "The regret is the exact expected points given up against the optimal choice at every decision, on the "
     "agent's own dice; left: summed over each game by the box its turn was scored in, right: by turn (each sums to "
     "the regret per game). The optimal player's regret is 0; the greedy player's is on the reference games. "
-    "Agents as in T1 (picked after the fact).",
+    "Agents: the best cell of each algorithm among the cells of the ablations it draws (picked after the fact; "
+    "T1's first row of each algorithm).",
 }
 
 

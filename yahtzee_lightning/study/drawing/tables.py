@@ -98,9 +98,32 @@ def against_greedy(f: pd.DataFrame) -> str:
     return f"{c.effect:+.1f} [{c.low:+.1f}, {c.high:+.1f}]" if not math.isnan(c.low) else f"{c.effect:+.1f}"
 
 
+def summary_agents(ctx: Context, ablations: list[str]) -> list[tuple[Series, str]]:
+    """T1's agents and what each row's "picked" column says: the best cell of each algorithm among
+    the cells of ``ablations``, and after it, where another of the study's cells of that algorithm
+    scores higher (an ablation T1 does not draw: a lambda, a width), the study's best cell of that
+    algorithm. Both picked after the fact, on the games they are judged on."""
+    pool = [n for n, ab in ctx.study.ablations.items() if not ab.scheduler]
+    scope = "" if set(pool) <= set(ablations) else f" of {', '.join(ablations)}"
+
+    def key(s: Series) -> tuple[str, str, str]:
+        cell = ctx.study.cells[s.cell]
+        return (cell.algorithm, cell.task, cell.start_from or "")
+
+    best = {key(s): s for s in agents(ctx, pool)} if scope else {}
+    out = []
+    for s in agents(ctx, ablations):
+        many = f"best of {s.picked_from} cells{scope}, after the fact"
+        out.append((s, many if s.picked_from > 1 else f"the only cell{scope}"))
+        if (b := best.get(key(s))) is not None and b.cell != s.cell:
+            out.append((b, f"best of {b.picked_from} cells of the study, after the fact"))
+    return out
+
+
 def table_summary(ctx: Context, ablations: list[str], path: Path) -> int:
-    """T1: per agent (best cell of each algorithm, picked after the fact) the budget, mean and
-    median, both again on fresh games, SD, rates, share >= 250, regret."""
+    """T1: per agent (best cell of each algorithm among the ablations it draws, and the study's best
+    where that is another cell; ``summary_agents``) the budget, mean and median, both again on fresh
+    games, SD, rates, share >= 250, regret."""
     rows = []
     for name, r in reference_columns(ctx):
         exact = f"{r['exact_expected_score']:.2f} (exact; {r['score']['mean']:.1f} here)" if name == "optimal" else ""
@@ -121,10 +144,9 @@ def table_summary(ctx: Context, ablations: list[str], path: Path) -> int:
                 "-",
             ]
         )
-    for s in agents(ctx, ablations):
+    for s, picked in summary_agents(ctx, ablations):
         f, cell = s.finals, ctx.study.cells[s.cell]
         fresh = fresh_scores(ctx, s)
-        picked = f"best of {s.picked_from} cells, after the fact" if s.picked_from > 1 else "the only cell"
         detail = label_of_cell(ctx, s)
         rows.append(
             [

@@ -5,8 +5,11 @@ A hypothesis compares a cell (by its label) with another cell (Welch's t-test ov
 ``spread`` the Brown-Forsythe test of their SDs), with a reference player on each seed's own final
 games (a paired t-test of the per-seed differences), or with a number (a one-sample t-test). Every p
 is two-sided; Holm's step-down adjustment holds the family-wise error at 5 % across the study's
-hypotheses. Verdicts: ``confirmed`` (adjusted p < 0.05, the predicted sign), ``contradicted`` (the
-other sign, or a difference where the claim is a value), else ``not resolved at this n``.
+hypotheses. Verdicts: ``confirmed`` (adjusted p < 0.05, the predicted sign; ``confirmed at this scale
+(128 x 2, 500,000 games)`` where the cell is smaller than the paper's agent, 600 x 3 at 1,000,000
+games), ``contradicted`` (the other sign, or a difference where the claim is a value; ``not testable
+at this scale`` for a claim about the paper's agent, ``scale: paper``, judged on a smaller cell),
+else ``not resolved at this n``.
 """
 
 from __future__ import annotations
@@ -93,20 +96,31 @@ def judge(ctx: Context) -> list[Judged]:
             j.verdict = verdict(j.hypothesis, j.comparison, p)
             if j.verdict == CONTRADICTED and j.hypothesis.scale == "paper" and below_paper_scale(ctx, j.hypothesis):
                 j.verdict = NOT_TESTABLE
+            elif j.verdict == CONFIRMED and below_paper_scale(ctx, j.hypothesis):
+                j.verdict = f"{CONFIRMED} at this scale ({scale_of(ctx, j.hypothesis)})"  # not the paper's agent
     return judged
 
 
-def below_paper_scale(ctx: Context, h: Hypothesis) -> bool:
-    """Whether the hypothesis's cell is smaller than the paper's agent (width, depth or budget)."""
+def _size(ctx: Context, h: Hypothesis) -> tuple[int, int, int]:
+    """The hypothesis's cell's trunk width, depth and training games."""
     ab = ctx.study.ablations[h.ablation]
     cell_id = next(c for c, labels in ab.cells if cell_label(labels) == h.compare[0])
     cell = ctx.study.cells[cell_id]
     o = cell.overrides
-    return (
-        cell.total_games < PAPER_GAMES
-        or int(o.get("model.init_args.d_h", PAPER_WIDTH)) < PAPER_WIDTH
-        or int(o.get("model.init_args.n_layers", PAPER_DEPTH)) < PAPER_DEPTH
-    )
+    width, depth = int(o.get("model.init_args.d_h", PAPER_WIDTH)), int(o.get("model.init_args.n_layers", PAPER_DEPTH))
+    return width, depth, cell.total_games
+
+
+def below_paper_scale(ctx: Context, h: Hypothesis) -> bool:
+    """Whether the hypothesis's cell is smaller than the paper's agent (width, depth or budget)."""
+    width, depth, games = _size(ctx, h)
+    return games < PAPER_GAMES or width < PAPER_WIDTH or depth < PAPER_DEPTH
+
+
+def scale_of(ctx: Context, h: Hypothesis) -> str:
+    """The hypothesis's cell's size as a verdict names it: ``128 x 2, 500,000 games``."""
+    width, depth, games = _size(ctx, h)
+    return f"{width} x {depth}, {games:,} games"
 
 
 def scaled(c: Comparison, metric: str) -> Comparison:
