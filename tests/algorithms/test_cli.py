@@ -48,6 +48,8 @@ TINY = [
 
 
 def _fit(tmp_path, config, *extra):
+    """A tiny fit of ``conf/CONFIG`` with its checkpoints and its last logger under ``tmp_path``; a
+    recipe's first logger keeps its relative ``runs/NAME``: the caller works in ``tmp_path`` (chdir)."""
     logs = [
         f"--trainer.logger.init_args.save_dir={tmp_path}",
         f"--trainer.callbacks.init_args.dirpath={tmp_path / 'checkpoints'}",
