@@ -7,7 +7,7 @@ In a checkout they are the repository's own folders; the wheel carries copies in
 A path that exists is always itself: a name is looked up only where no such file or folder is.
 
 ``YahtzeeAgent.from_pretrained(NAME)`` and every verb that takes an agent look a name up here
-before asking a hub; ``yahtzee-lightning agents`` lists what there is (:func:`agent_summary`).
+before asking a hub; ``yahtzee-lightning agents`` lists what there is (``agent_summary``).
 """
 
 from __future__ import annotations

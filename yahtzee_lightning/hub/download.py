@@ -26,7 +26,7 @@ def resolve_folder(
     hub_only: bool = False,
 ) -> Path:
     """A local agent folder as is; a shipped agent's name (``distilled-128x2``: the package's own
-    folder, :mod:`yahtzee_lightning.shipped`, from any folder, no hub asked); a hub id downloaded
+    folder, ``yahtzee_lightning/shipped.py``, from any folder, no hub asked); a hub id downloaded
     (or found in the cache when offline).
 
     ``hub_only``: ``id_or_path`` is a hub id (``pull``'s argument), so a failure speaks of the hub
