@@ -5,6 +5,7 @@ work on the site."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -46,6 +47,12 @@ def test_site_builds_strictly_with_the_verbs_and_the_reference(tmp_path):
     home = (tmp_path / "site" / "index.html").read_text()
     assert 'href="guide/' in home  # the README's docs/guide.md, as the site's page
     assert "conf/quickstart.yaml" in home
+    # The first hour's pages: in the site, and no reStructuredText role left raw in them (mkdocstrings
+    # renders a docstring's :func:`x` as that text).
+    for page in ("getting-started", "pretrained", "api/agent"):
+        html = (tmp_path / "site" / page / "index.html").read_text()
+        assert not re.search(r":(func|class|meth|mod|attr|data|exc|obj):(`|<code>)", html), page
+    assert "What works offline" in (tmp_path / "site" / "api" / "agent" / "index.html").read_text()
 
 
 def test_a_broken_link_fails_the_build(tmp_path):

@@ -17,6 +17,10 @@ VERBS: dict[str, tuple[str, str]] = {
     "evaluate": ("yahtzee_lightning.commands.evaluate:main", "evaluate a player side by side with the optimum"),
     "fit": ("yahtzee_lightning.commands.fit:main", "train an agent (LightningCLI)"),
     "validate": ("yahtzee_lightning.commands.fit:main", "validate an agent (LightningCLI)"),
+    "agents": (
+        "yahtzee_lightning.commands.agents:main",
+        "list the agents shipped with the package (by name from any folder), with their scores",
+    ),
     "export": (
         "yahtzee_lightning.commands.hub:export_main",
         "turn a Lightning checkpoint into a shareable agent folder",

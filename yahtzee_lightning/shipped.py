@@ -5,19 +5,37 @@ In a checkout they are the repository's own folders; the wheel carries copies in
 (``yahtzee_lightning/_shipped/``, written by ``setup.py``'s build step), so that
 ``yahtzee-lightning fit --config quickstart`` and ``--agent distilled-128x2`` work from any folder.
 A path that exists is always itself: a name is looked up only where no such file or folder is.
+
+``YahtzeeAgent.from_pretrained(NAME)`` and every verb that takes an agent look a name up here
+before asking a hub; ``yahtzee-lightning agents`` lists what there is (``agent_summary``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 PACKAGE = Path(__file__).resolve().parent
 RECIPES, AGENTS = "conf", "checkpoints"
 
 
+def checkout() -> Path | None:
+    """The source checkout this package runs from (the folder above it, whose ``pyproject.toml``
+    names yahtzee_lightning), or None for an installed package: the folder above an installed one
+    is ``site-packages``, whose ``benchmarks/`` or ``conf/`` belong to other packages (TorchRL
+    installs a ``benchmarks/`` there), never to us."""
+    root = PACKAGE.parent
+    try:
+        text = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except (OSError, UnicodeError):
+        return None
+    return root if 'name = "yahtzee_lightning"' in text else None
+
+
 def _roots(kind: str) -> list[Path]:
     """Where ``kind`` lives: the checkout's folder beside the package, then the wheel's copy."""
-    return [p for p in (PACKAGE.parent / kind, PACKAGE / "_shipped" / kind) if p.is_dir()]
+    root = checkout()
+    return [p for p in (root and root / kind, PACKAGE / "_shipped" / kind) if p is not None and p.is_dir()]
 
 
 def _strip(name: str, kind: str) -> str:
@@ -50,6 +68,46 @@ def recipe_names() -> list[str]:
 
 def agent_names() -> list[str]:
     return sorted({p.parent.name for r in _roots(AGENTS) for p in r.glob("*/config.json")})
+
+
+def agent_summary(name: str) -> dict[str, Any]:
+    """What ``yahtzee-lightning agents`` shows of the shipped agent ``name``, read from its
+    ``config.json`` (bounded JSON) and its weights' safetensors header (shapes only): nothing is
+    unpickled, built or run, so listing costs no torch import. A missing entry is None."""
+    import math
+
+    from safetensors import safe_open
+
+    from .untrusted import printable, read_json
+
+    folder = agent(name)
+    if folder is None:
+        raise ValueError(f"{name}: no shipped agent of that name; shipped agents: {', '.join(agent_names())}")
+    config = read_json(folder / "config.json")
+    if not isinstance(config, dict):
+        raise ValueError(f"{folder / 'config.json'}: not an agent config (a JSON object is expected)")
+    weights = folder / "model.safetensors"
+    with safe_open(str(weights), framework="numpy") as f:
+        parameters = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())  # noqa: SIM118
+
+    def get(*keys: str) -> Any:
+        value = config
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value if isinstance(value, (int, float, str)) and not isinstance(value, bool) else None
+
+    algorithm = get("training", "algorithm")
+    return {
+        "name": folder.name,
+        "parameters": parameters,
+        "bytes": weights.stat().st_size,
+        "games": get("evaluation", "summary", "games"),
+        "score": get("evaluation", "summary", "score", "mean"),
+        "optimal": get("evaluation", "optimal", "score", "mean"),
+        "regret": get("evaluation", "summary", "regret", "per_game_mean"),
+        "algorithm": printable(algorithm) if algorithm is not None else None,
+        "turn_value": isinstance(config.get("turn_value"), dict),
+    }
 
 
 def config_path(value: str) -> str:

@@ -63,8 +63,10 @@ def test_a_capture_the_device_or_env_cannot_run_is_refused_by_name():
         A2C(**TINY, capture="compile", n_players=2, features="two_player")
 
 
-def test_a_cuda_capture_on_the_cpu_ends_in_one_line_before_training(tmp_path, capsys):
+def test_a_cuda_capture_on_the_cpu_ends_in_one_line_before_training(tmp_path, capsys, monkeypatch):
     from test_cli import _fit
+
+    monkeypatch.chdir(tmp_path)  # the recipe's runs/a2c, were anything written: under tmp_path
 
     with pytest.raises(SystemExit) as exit_:
         _fit(tmp_path, "a2c.yaml", "--model.init_args.capture=cudagraphs", "--trainer.accelerator=cpu")

@@ -48,6 +48,8 @@ TINY = [
 
 
 def _fit(tmp_path, config, *extra):
+    """A tiny fit of ``conf/CONFIG`` with its checkpoints and its last logger under ``tmp_path``; a
+    recipe's first logger keeps its relative ``runs/NAME``: the caller works in ``tmp_path`` (chdir)."""
     logs = [
         f"--trainer.logger.init_args.save_dir={tmp_path}",
         f"--trainer.callbacks.init_args.dirpath={tmp_path / 'checkpoints'}",
@@ -206,6 +208,40 @@ def test_one_log_folder_per_run_no_preventable_warnings_and_the_next_steps(tmp_p
     for version in logs.iterdir():
         names = [p.name for p in version.iterdir()]
         assert "metrics.csv" in names and any(n.startswith("events.out.tfevents") for n in names), names
+
+
+def test_fit_ends_with_the_agent_and_the_optimum_on_the_same_games(tmp_path, monkeypatch, capsys, default_table):
+    """The two numbers that matter are the last lines: the evaluation table and the next steps scroll above."""
+    monkeypatch.chdir(tmp_path)
+    assert _fit(tmp_path, "reinforce.yaml", "--model.init_args.final_eval_games=20") == 0
+    *_, agent, optimum = capsys.readouterr().out.strip().splitlines()
+    assert re.fullmatch(r"agent:   mean score \d+\.\d\d ± \d+\.\d\d over 20 games", agent), agent
+    assert re.fullmatch(r"optimum: mean score \d+\.\d\d ± \d+\.\d\d on the same games", optimum), optimum
+
+
+def test_the_result_lines_of_a_match_and_of_an_ensemble():
+    from yahtzee_lightning.commands.fit import result_lines
+
+    one = {
+        "summary": {"games": 100, "score": {"mean": 249.5, "se": 5.9}},
+        "optimal": {"score": {"mean": 254.8, "se": 6.0}},
+    }
+    assert result_lines([one, None]) == (
+        "member 0: agent:   mean score 249.50 ± 5.90 over 100 games; "
+        "optimum: mean score 254.80 ± 6.00 on the same games"
+    )
+    match = {
+        "games": 1000,
+        "opponent": "optimal",
+        "win": {"rate": 0.4, "se": 0.0155},
+        "player_score": {"mean": 250.0},
+        "best_opponent_score": {"mean": 254.5},
+    }
+    assert result_lines(match).splitlines() == [
+        "win rate 40.00% ± 1.55 against optimal in 1,000 matches",
+        "mean score 250.00 (the agent), 254.50 (its best opponent), the same matches",
+    ]
+    assert result_lines(None) == ""
 
 
 def test_two_runs_started_at_once_take_two_versions(tmp_path):

@@ -99,8 +99,10 @@ def test_a_batched_pack_costs_about_one_members_operators():
     assert loop.quiet_update() >= 6 * one.quiet_update()
 
 
-def test_a_batched_pack_resumes_its_adam_and_exports_its_members(tmp_path, capsys):
+def test_a_batched_pack_resumes_its_adam_and_exports_its_members(tmp_path, capsys, monkeypatch):
     from test_cli import _fit as cli_fit
+
+    monkeypatch.chdir(tmp_path)  # the recipe's first logger keeps its runs/a2c: under tmp_path, not the checkout
 
     from yahtzee_lightning.cli import main
 

@@ -166,3 +166,16 @@ def test_a_seed_out_of_range_is_refused_in_one_line(capsys, seed):
     with pytest.raises(SystemExit):
         play_main(["--seed", seed], inp=io.StringIO("quit\n"), out=io.StringIO())
     assert f"--seed must be in 0..2**32-1, got {seed}" in capsys.readouterr().err
+
+
+def test_a_long_agent_name_keeps_its_own_column_in_the_cards():
+    """``distilled-128x2`` is wider than the column: it once ran into 'you' (``youdistilled-128x2``)."""
+    from yahtzee_lightning.coach.terminal import format_cards
+
+    table = load_or_solve(SMALL, progress=False)
+    opponent = GreedyPlayer(SMALL)
+    opponent.name = "distilled-128x2-long-name"
+    game = CoachedGame(SMALL, table, opponent=opponent, seed=5)
+    head, *rows = format_cards(game).splitlines()
+    assert head.split() == ["box", "you", "distilled-128x2-long-name"]
+    assert all(len(row) == len(head) for row in rows), [head, *rows]  # the columns line up

@@ -23,15 +23,16 @@ class Quit(Exception):
 def format_cards(game: CoachedGame) -> str:
     """Both cards side by side (open boxes as '-'), boxes out of play left out."""
     agent = game.agent_card
-    head = f"  {'box':<16}{'you':>6}" + (f"{game.agent.name:>12}" if agent is not None else "")
+    width = max(12, len(game.agent.name) + 2) if agent is not None else 0  # a long name keeps a gap after 'you'
+    head = f"  {'box':<16}{'you':>6}" + (f"{game.agent.name:>{width}}" if agent is not None else "")
     rows = [head]
     for b in game.rules.boxes:
         mine = "-" if int(game.card[b]) < 0 else str(int(game.card[b]))
         row = f"  {BOX_NAMES[b]:<16}{mine:>6}"
         if agent is not None:
-            row += f"{'-' if int(agent[b]) < 0 else str(int(agent[b])):>12}"
+            row += f"{'-' if int(agent[b]) < 0 else str(int(agent[b])):>{width}}"
         rows.append(row)
-    total = f"  {'total':<16}{game.total:>6}" + (f"{game.agent_total:>12}" if agent is not None else "")
+    total = f"  {'total':<16}{game.total:>6}" + (f"{game.agent_total:>{width}}" if agent is not None else "")
     return "\n".join([*rows, total])
 
 

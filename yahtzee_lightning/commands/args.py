@@ -4,6 +4,7 @@ from the command line, and the rules and device flags."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
@@ -113,7 +114,6 @@ def check_agent_source(name: str, parser: argparse.ArgumentParser, option: str =
     within a fraction of a second, not after seconds of imports. Built-in names, local folders and
     shipped agents pass untouched (the player's own loading checks them)."""
     import re
-    from pathlib import Path
 
     source = name
     while re.match(r"^[a-z]+:", source) and not source.startswith("sb3:"):  # lookahead:, endgame:, ...
@@ -132,3 +132,13 @@ def check_agent_source(name: str, parser: argparse.ArgumentParser, option: str =
         parser.error(f"{option} {name}: {e}" if source != name else str(e))
     except hub_errors() as e:
         parser.error(hub_failure(source, e))
+
+
+def copy_hint(name: str) -> str:
+    """For a verb that writes into an agent folder given a shipped agent's name: how to get a copy of
+    one's own (the package's folder is not the user's to change)."""
+    from ..shipped import agent as shipped_agent
+
+    if Path(name).exists() or shipped_agent(name) is None:
+        return ""
+    return f"; {name} is a shipped agent: copy it first (yahtzee-lightning pull {name} my-agent) and give my-agent"

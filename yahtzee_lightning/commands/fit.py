@@ -37,8 +37,35 @@ def next_steps(trainer: Any, model: Any) -> str:
     return "\n".join(lines)
 
 
+def result_lines(final: Any) -> str:
+    """The final evaluation in the two numbers that matter, printed last so that they stay on screen
+    (the full table scrolls away above them): the agent's mean score and the optimum's on the same
+    games; in a match, the agent's win rate and both mean scores; in an ensemble, a line per member."""
+    if isinstance(final, list):
+        return "\n".join(
+            f"member {k}: " + result_lines(result).replace("\n", "; ") for k, result in enumerate(final) if result
+        )
+    if not isinstance(final, dict):
+        return ""
+    if "win" in final:  # a match (evaluation/match.py)
+        ps, os_ = final["player_score"], final["best_opponent_score"]
+        return (
+            f"win rate {100 * final['win']['rate']:.2f}% ± {100 * final['win']['se']:.2f} against {final['opponent']} "
+            f"in {final['games']:,} matches\n"
+            f"mean score {ps['mean']:.2f} (the agent), {os_['mean']:.2f} (its best opponent), the same matches"
+        )
+    score = final["summary"]["score"]
+    lines = [f"agent:   mean score {score['mean']:.2f} ± {score['se']:.2f} over {final['summary']['games']:,} games"]
+    if "optimal" in final:
+        optimal = final["optimal"]["score"]
+        lines.append(f"optimum: mean score {optimal['mean']:.2f} ± {optimal['se']:.2f} on the same games")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     cli = run_cli(argv)
     if cli.subcommand == "fit" and cli.trainer.is_global_zero:
         print(next_steps(cli.trainer, cli.model))
+        if result := result_lines(getattr(cli.model, "final_evaluation", None)):
+            print(result)  # last: the table above has scrolled away
     return 0

@@ -147,7 +147,9 @@ def push_main(argv: list[str] | None = None) -> int:
 
 def pull_main(argv: list[str] | None = None) -> int:
     parser = VerbParser(prog="yahtzee-lightning pull", description="download an agent from the Hub")
-    parser.add_argument("repo_id", help="user/name on the Hub")
+    parser.add_argument(
+        "repo_id", help="user/name on the Hub, or a shipped agent's name (a copy of your own to change)"
+    )
     parser.add_argument("directory", help="the agent folder to write")
     parser.add_argument("--revision", default=None, help="branch, tag or commit (default: main)")
     parser.add_argument("--force", action="store_true", help="replace an agent folder already there, as a whole")

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..machine import describe_machine
-from .args import MAX_GAMES, WHY_GAMES, VerbParser, check_count, check_seed, plain
+from ..shipped import agent as shipped_agent
+from .args import MAX_GAMES, WHY_GAMES, VerbParser, check_count, check_seed, copy_hint, plain
 
 #: The learning settings (``ValueSettings``' fields), each a flag and a YAML key, with what it sets.
 SETTINGS_HELP = {
@@ -140,10 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     if agent_dir is None:
         parser.error("--agent (or agent: in --config) is required: the agent folder that plays")
     if not Path(agent_dir).is_dir():
-        parser.error(f"--agent {agent_dir}: not a local agent folder (the value is written into it)")
+        parser.error(
+            f"--agent {agent_dir}: not a local agent folder (the value is written into it){copy_hint(agent_dir)}"
+        )
     games_from = values.pop("games_from", None)
-    if games_from is not None and not Path(games_from).is_dir():
-        parser.error(f"--games-from {games_from}: not a local agent folder")
+    if games_from is not None and not Path(games_from).is_dir() and shipped_agent(games_from) is None:
+        parser.error(f"--games-from {games_from}: not a local agent folder, nor a shipped agent's name")
     diagnostic_games, evaluate_games = values.pop("diagnostic_games", 2000), values.pop("evaluate", 0)
     check_count(parser, "diagnostic_games", diagnostic_games, 1, MAX_GAMES, WHY_GAMES)
     check_count(parser, "evaluate", evaluate_games, 0, MAX_GAMES, WHY_GAMES)

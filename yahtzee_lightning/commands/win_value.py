@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from ..machine import describe_machine
-from .args import MAX_GAMES, WHY_GAMES, VerbParser, check_count, check_seed, plain
+from .args import MAX_GAMES, WHY_GAMES, VerbParser, check_count, check_seed, copy_hint, plain
 from .turn_value import load_average
 
 SETTINGS_HELP = {
@@ -65,7 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     values.update({k: v for k, v in vars(args).items() if v is not None and k in (*SETTINGS_HELP, "agent")})
     agent_dir = values.pop("agent", None)
     if agent_dir is None or not Path(agent_dir).is_dir():
-        parser.error(f"--agent {agent_dir}: a local agent folder is required (the value is written into it)")
+        parser.error(
+            f"--agent {agent_dir}: a local agent folder is required (the value is written into it)"
+            + copy_hint(agent_dir)
+        )
     check_count(parser, "games", values.get("games", 1), 1, MAX_GAMES, WHY_GAMES)
     check_count(parser, "own_matches", values.get("own_matches", 0), 0, MAX_GAMES, WHY_GAMES)
     check_seed(values.get("seed", 0), parser)

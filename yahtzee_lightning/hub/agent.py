@@ -142,7 +142,7 @@ class YahtzeeAgent:
     def save_turn_value(self, directory: str | Path) -> Path:
         """Add (or replace) the turn-start value in the agent folder ``directory``, its weights as
         they are: the value's file, ``config.json``'s ``turn_value`` entry and the card's section on
-        it (the rest of the card kept); the folder changes in one step (:func:`.files.with_side_files`)."""
+        it (the rest of the card kept); the folder changes in one step (``hub/files.py``, ``with_side_files``)."""
         from .card import with_turn_value_section
 
         entry = self.turn_value_config
@@ -170,7 +170,10 @@ class YahtzeeAgent:
         local_files_only: bool = False,
         token: str | None = None,
     ) -> YahtzeeAgent:
-        """Load from a local folder, or from a hub repo (``user/name``, optional revision) through the HF cache."""
+        """Load from a local folder; a shipped agent by its name (``"distilled-128x2"``: the package's
+        own copy, from any folder, offline; ``yahtzee-lightning agents`` lists them); or a hub repo
+        (``user/name``, optional revision) through the HF cache, which serves it offline once fetched.
+        A path that exists wins over a shipped name, a shipped name over a hub id without ``user/``."""
         return cls.load(resolve_folder(id_or_path, revision, cache_dir, local_files_only, token))
 
     @classmethod
@@ -231,7 +234,7 @@ class YahtzeeAgent:
     ):
         """Create the repo if needed and upload the agent folder (``directory``, or a freshly saved one).
 
-        Exactly the agent's files are uploaded (:func:`agent_files`); the repo's other artefact files
+        Exactly the agent's files are uploaded (``agent_files``); the repo's other artefact files
         go. Returns ``huggingface_hub``'s ``CommitInfo``.
         """
         import tempfile

@@ -12,6 +12,7 @@ import hashlib
 import logging
 from pathlib import Path
 
+from ..shipped import agent as shipped_agent
 from ..untrusted import UntrustedError, check_commit_id, check_relative_path, printable
 from .layout import ARTEFACT_PATTERNS, AgentFormatError, AgentNotFoundError
 
@@ -24,7 +25,9 @@ def resolve_folder(
     token: str | None = None,
     hub_only: bool = False,
 ) -> Path:
-    """A local agent folder as is; a hub id downloaded (or found in the cache when offline).
+    """A local agent folder as is; a shipped agent's name (``distilled-128x2``: the package's own
+    folder, ``yahtzee_lightning/shipped.py``, from any folder, no hub asked); a hub id downloaded
+    (or found in the cache when offline).
 
     ``hub_only``: ``id_or_path`` is a hub id (``pull``'s argument), so a failure speaks of the hub
     repo alone, not of a local folder that was never asked for.
@@ -44,6 +47,8 @@ def resolve_folder(
             f"{id_or_path}: {what}; a checkpoint of fit becomes an agent folder with: "
             f"yahtzee-lightning export {id_or_path} my-agent"
         )
+    if revision is None and (ours := shipped_agent(str(id_or_path))) is not None:
+        return ours
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import (
         HFValidationError,
@@ -98,21 +103,34 @@ def resolve_folder(
                 raise AgentFormatError(f"{id_or_path}: {', '.join(damaged)} do not match their hub checksum")
     except HFValidationError as e:
         if hub_only:
-            raise AgentNotFoundError(f"{id_or_path}: not a hub repo id (user/name) ({e})") from e
-        raise AgentNotFoundError(f"{id_or_path}: no such agent folder, and not a hub repo id ({e})") from e
+            hint = shipped_hint(id_or_path)
+            raise AgentNotFoundError(f"{id_or_path}: not a hub repo id (user/name) ({e}){hint}") from e
+        raise AgentNotFoundError(
+            f"{id_or_path}: no such agent folder, and not a hub repo id ({e}){shipped_hint(id_or_path)}"
+        ) from e
     except RevisionNotFoundError as e:
         raise AgentNotFoundError(f"{id_or_path}: the hub repo has no revision {revision!r}") from e
     except RepositoryNotFoundError as e:
         what = "no such agent folder, nor a hub repo you can read"
         if hub_only:
             what = "no hub repo by that id that you can read"
-        raise AgentNotFoundError(f"{id_or_path}: {what}") from e
+        raise AgentNotFoundError(f"{id_or_path}: {what}{shipped_hint(id_or_path)}") from e
     except LocalEntryNotFoundError as e:
         where = "" if hub_only else "no such agent folder; "
         raise AgentNotFoundError(
             f"{id_or_path}: {where}the hub is unreachable or offline, and this hub repo is not in the local cache"
+            + shipped_hint(id_or_path)
         ) from e
     return folder
+
+
+def shipped_hint(id_or_path: str | Path) -> str:
+    """For a bare name that is nothing (no ``user/``: not a hub repo of a user), the names a user
+    may have meant: the agents shipped with the package."""
+    from ..shipped import agent_names
+
+    names = agent_names() if "/" not in str(id_or_path) else []
+    return f" (shipped agents, found by name: {', '.join(names)})" if names else ""
 
 
 def damaged_files(folder: Path, plain_ok: bool = False) -> list[str]:
