@@ -109,7 +109,8 @@ def test_an_earlier_studys_cell_is_compared_over_seeds(tmp_path, monkeypatch):
     (judged,) = hypotheses.judge(ctx)
     assert judged.comparison.test.startswith("Welch") and judged.comparison.n == "3 vs 3 seeds"
     assert judged.comparison.effect == pytest.approx(202.3333 - 100.6667, abs=1e-3)
-    assert judged.verdict == hypotheses.CONFIRMED
+    # confirmed, and said at which scale (a 16 x 1 network, 100 games: not the paper's agent)
+    assert judged.verdict == f"{hypotheses.CONFIRMED} at this scale (16 x 1, 100 games)"
     # A cell or a folder the earlier study lacks: one line, before anything runs.
     with pytest.raises(StudyError, match=r"L1\.compare\[1\]: no cell 'sarsa' in earlier; its cells: a2c, ppo"):
         load_study(_study(tmp_path, "bad", hyp.replace("cell: a2c", "cell: sarsa")))
