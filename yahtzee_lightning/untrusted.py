@@ -165,3 +165,79 @@ def check_relative_path(name: Any, where: str) -> str:
             f"{where}: the file name {printable(repr(name))} is not a plain relative path; refusing to write it"
         )
     return name
+
+
+#: YAML read from a file or a flag (a recipe, a study, an agent's training YAML): at most this many
+#: bytes, and at most this many nodes once its aliases are expanded (a 1 KB "billion laughs" file
+#: names 10**9 of them: refused before anything walks it).
+MAX_YAML_BYTES = 8 << 20
+MAX_YAML_NODES = 100_000
+#: The YAML tags a plain config uses (``yaml.safe_load``'s): any other (``!!python/...``) is refused.
+_YAML_TAGS = {f"tag:yaml.org,2002:{t}" for t in "str int float bool null seq map timestamp binary merge set".split()}
+
+
+def check_yaml(text: str, where: str) -> None:
+    """Refuse, in one line naming ``where``, a YAML text that is too long, does not parse, carries a
+    tag other than plain data's, or whose aliases expand past :data:`MAX_YAML_NODES` nodes: checked
+    on the node graph, before anything is built from it."""
+    import yaml
+
+    if len(text) > MAX_YAML_BYTES:
+        raise UntrustedError(f"{where}: {len(text):,} bytes of YAML, more than the {MAX_YAML_BYTES:,} read")
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise UntrustedError(f"{where}: not YAML ({printable(problem)}{at})") from None
+    if root is None:
+        return
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:  # post-order over the graph, each shared (aliased) node counted once per use
+        node, done = stack.pop()
+        children = [c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode) else node.value
+        children = children if isinstance(node, yaml.CollectionNode) else []
+        if done:
+            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
+            open_.discard(id(node))
+            if sizes[id(node)] > MAX_YAML_NODES:
+                raise UntrustedError(
+                    f"{where}: YAML aliases expand to more than {MAX_YAML_NODES:,} values (a 'billion laughs' "
+                    "file?); refused before reading further"
+                )
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in open_:
+            raise UntrustedError(f"{where}: a YAML alias that contains itself (line {node.start_mark.line + 1})")
+        if node.tag not in _YAML_TAGS:
+            raise UntrustedError(
+                f"{where}: the YAML tag {printable(node.tag.replace('tag:yaml.org,2002:', '!!'))} at line "
+                f"{node.start_mark.line + 1} is not plain data; refused (nothing of it was run)"
+            )
+        open_.add(id(node))
+        stack.append((node, True))
+        stack.extend((c, False) for c in children)
+
+
+def load_yaml(text: str, where: str) -> Any:
+    """YAML from outside as plain data, checked first (:func:`check_yaml`): one line naming ``where``."""
+    import yaml
+
+    check_yaml(text, where)
+    try:
+        return yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError) as e:
+        raise UntrustedError(f"{where}: not YAML ({printable(str(e).splitlines()[0])})") from None
+
+
+def read_yaml(path: str | Path, what: str | None = None) -> Any:
+    """A YAML file from outside (``what`` names it; default: its path), bounded as :func:`load_yaml`.
+    ``OSError`` passes through."""
+    path = Path(path)
+    if path.stat().st_size > MAX_YAML_BYTES:
+        raise UntrustedError(f"{what or path}: more than the {MAX_YAML_BYTES:,} bytes of YAML read")
+    return load_yaml(path.read_text(encoding="utf-8"), str(what or path))
