@@ -177,3 +177,15 @@ def test_yaml_is_checked_on_its_node_graph_before_anything_is_built():
         load_yaml("a: !!python/name:os.system ''\n", "x.yaml")
     with pytest.raises(UntrustedError, match=r"^x\.yaml: not YAML \(.* at line 2\)$"):
         load_yaml("a: [1,\n", "x.yaml")
+
+
+def test_a_huge_name_or_card_in_an_agent_folder_is_cut_for_every_verb(tmp_path, capsys):
+    folder = _copy_agent(tmp_path)
+    _edit_config(folder, lambda c: c["training"].update(name="n" * (20 << 20), **{"k" * 5000: "v"}))
+    (folder / "README.md").write_text((folder / "README.md").read_text() + "x" * (3 << 20))
+    agent = YahtzeeAgent.load(folder)
+    assert agent.training["name"] == "n" * 1000 + f"... ({(20 << 20) - 1000:,} more characters cut)"
+    assert max(map(len, agent.training)) < 1100 and len(agent.card) < (1 << 20) + 100
+    assert main(["evaluate", "--agent", str(folder), "--games", "20"]) == 0
+    out = capsys.readouterr()
+    assert len(out.out) + len(out.err) < 20_000  # was 1.28 GB printed

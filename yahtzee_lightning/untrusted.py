@@ -119,10 +119,38 @@ def printable(text: Any, keep_newlines: bool = False) -> str:
     return _CONTROL.sub(escape, text.replace("\n", "\\n"))
 
 
-def printable_tree(value: Any) -> Any:
-    """Every string in a JSON value (keys too) made :func:`printable` (iteratively)."""
+#: The longest string (a name, a setting) kept from an agent folder or a server's JSON: longer ones
+#: are cut, saying how much, so that a 20 MB ``training.name`` is not printed, copied and held.
+MAX_TEXT_CHARS = 1000
+#: A name as a table's column or a title shows it (an agent's ``training.name``, a player's).
+MAX_NAME_CHARS = 80
+#: The most of an agent's card (``README.md``) read and shown.
+MAX_CARD_CHARS = 1 << 20
+
+
+def shortened(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how many more there were."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit:,} more characters cut)"
+
+
+def read_text_capped(path: str | Path, limit: int = MAX_CARD_CHARS) -> str:
+    """A text file from outside, at most ``limit`` characters of it read (:func:`shortened` beyond);
+    undecodable bytes replaced."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read(limit + 1)
+        more = len(f.read(1 << 20)) if len(text) > limit else 0  # a taste of the rest: "at least"
+    return text if len(text) <= limit else f"{text[:limit]}\n... (at least {more + 1:,} more characters cut)"
+
+
+def printable_tree(value: Any, limit: int = MAX_TEXT_CHARS) -> Any:
+    """Every string in a JSON value (keys too) made :func:`printable` and :func:`shortened` to
+    ``limit`` characters (iteratively)."""
+
+    def clean(text: str) -> str:
+        return printable(shortened(text, limit))
+
     if isinstance(value, str):
-        return printable(value)
+        return clean(value)
     if not isinstance(value, (dict, list)):
         return value
     root: list[Any] = [None]
@@ -130,7 +158,7 @@ def printable_tree(value: Any) -> Any:
     while stack:
         item, parent, key = stack.pop()
         if isinstance(item, dict):  # keys in their order, values filled as the stack reaches them
-            keys = [printable(k) if isinstance(k, str) else k for k in item]
+            keys = [clean(k) if isinstance(k, str) else k for k in item]
             new: Any = dict.fromkeys(keys)
             stack.extend((v, new, k) for k, v in zip(keys, item.values(), strict=True))
         elif isinstance(item, list):
@@ -138,7 +166,7 @@ def printable_tree(value: Any) -> Any:
             for i, v in enumerate(item):
                 stack.append((v, new, i))
         else:
-            new = printable(item) if isinstance(item, str) else item
+            new = clean(item) if isinstance(item, str) else item
         parent[key] = new
     return root[0]
 
