@@ -225,6 +225,7 @@ def resolve_folder(
             for name in damaged:  # a plain file is not replaced by a new download: remove it (it is the cache's)
                 if not (folder / name).is_symlink():
                     (folder / name).unlink()
+            transfer.received = 0  # the listing's bytes again, for the files fetched again
             folder = within_deadline(transfer, lambda: download(force=True), cache_dir)
             if damaged := damaged_files(folder, plain_ok=True):
                 raise AgentFormatError(f"{id_or_path}: {', '.join(damaged)} do not match their hub checksum")
