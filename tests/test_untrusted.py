@@ -175,7 +175,7 @@ def test_yaml_is_checked_on_its_node_graph_before_anything_is_built():
     assert load_yaml(_laughs(4), "x.yaml")["d"][0][0][0] == ["lol"] * 9  # 6,561: a plain use of aliases
     with pytest.raises(UntrustedError, match=r"^x\.yaml: the YAML tag !!python/name:os\.system at line 1"):
         load_yaml("a: !!python/name:os.system ''\n", "x.yaml")
-    with pytest.raises(UntrustedError, match=r"^x\.yaml: not YAML \(.* at line 2\)$"):
+    with pytest.raises(UntrustedError, match=r"^x\.yaml: does not parse as YAML \(.* at line 2\)$"):
         load_yaml("a: [1,\n", "x.yaml")
 
 

@@ -218,7 +218,7 @@ def check_yaml(text: str, where: str) -> None:
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise UntrustedError(f"{where}: not YAML ({printable(problem)}{at})") from None
+        raise UntrustedError(f"{where}: does not parse as YAML ({printable(problem)}{at})") from None
     if root is None:
         return
     sizes: dict[int, int] = {}
@@ -259,7 +259,7 @@ def load_yaml(text: str, where: str) -> Any:
     try:
         return yaml.safe_load(text)
     except (yaml.YAMLError, RecursionError) as e:
-        raise UntrustedError(f"{where}: not YAML ({printable(str(e).splitlines()[0])})") from None
+        raise UntrustedError(f"{where}: does not parse as YAML ({printable(str(e).splitlines()[0])})") from None
 
 
 def read_yaml(path: str | Path, what: str | None = None) -> Any:
