@@ -14,6 +14,7 @@ from yahtzee_lightning.untrusted import (
     check_count,
     check_relative_path,
     check_size,
+    load_yaml,
     parse_json,
     printable,
     printable_tree,
@@ -129,3 +130,62 @@ def test_a_name_with_terminal_escapes_is_printed_escaped_by_evaluate(tmp_path, c
     assert main(["evaluate", "--agent", str(folder), "--games", "20"]) == 0
     out = capsys.readouterr()
     assert "\x1b" not in out.out + out.err and "\x07" not in out.out + out.err
+
+
+def _laughs(levels: int = 9) -> str:
+    """A "billion laughs" YAML: 9 aliases of the level below at each of ``levels`` levels (9**9 values)."""
+    names = [chr(97 + i) for i in range(levels)]
+    lines = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]" for p, n in zip(names, names[1:], strict=False)]
+    return "\n".join(lines) + "\n"
+
+
+TAG = "model: !!python/object/apply:os.system ['touch PWNED']\n"
+
+
+@pytest.mark.parametrize(
+    "verb",
+    [
+        ["fit", "--config", "{}"],
+        ["study", "check", "{}"],
+        ["win-value", "--config", "{}", "--agent", str(SHIPPED)],
+        ["turn-value", "--config", "{}", "--agent", str(SHIPPED)],
+    ],
+    ids=["fit", "study", "win-value", "turn-value"],
+)
+@pytest.mark.parametrize("text", [_laughs(), TAG, "a: &a [*a]\n"], ids=["aliases", "tag", "self-alias"])
+def test_every_verb_refuses_yaml_aliases_and_tags_in_one_line(tmp_path, capsys, monkeypatch, verb, text):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.yaml").write_text(text)
+    argv = [a.replace("{}", str(tmp_path / "bad.yaml")) for a in verb]
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code
+    assert code not in (0, None)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad.yaml" in err[0] and "Traceback" not in err[0], err
+    assert ("aliases expand" in err[0]) or ("!!python/object/apply:os.system" in err[0]) or ("itself" in err[0])
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_yaml_is_checked_on_its_node_graph_before_anything_is_built():
+    with pytest.raises(UntrustedError, match=r"^x\.yaml: YAML aliases expand to more than 100,000 values"):
+        load_yaml(_laughs(6), "x.yaml")  # 9**6 = 531,441 values from 0.4 KB
+    assert load_yaml(_laughs(4), "x.yaml")["d"][0][0][0] == ["lol"] * 9  # 6,561: a plain use of aliases
+    with pytest.raises(UntrustedError, match=r"^x\.yaml: the YAML tag !!python/name:os\.system at line 1"):
+        load_yaml("a: !!python/name:os.system ''\n", "x.yaml")
+    with pytest.raises(UntrustedError, match=r"^x\.yaml: does not parse as YAML \(.* at line 2\)$"):
+        load_yaml("a: [1,\n", "x.yaml")
+
+
+def test_a_huge_name_or_card_in_an_agent_folder_is_cut_for_every_verb(tmp_path, capsys):
+    folder = _copy_agent(tmp_path)
+    _edit_config(folder, lambda c: c["training"].update(name="n" * (20 << 20), **{"k" * 5000: "v"}))
+    (folder / "README.md").write_text((folder / "README.md").read_text() + "x" * (3 << 20))
+    agent = YahtzeeAgent.load(folder)
+    assert agent.training["name"] == "n" * 1000 + f"... ({(20 << 20) - 1000:,} more characters cut)"
+    assert max(map(len, agent.training)) < 1100 and len(agent.card) < (1 << 20) + 100
+    assert main(["evaluate", "--agent", str(folder), "--games", "20"]) == 0
+    out = capsys.readouterr()
+    assert len(out.out) + len(out.err) < 20_000  # was 1.28 GB printed

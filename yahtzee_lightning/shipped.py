@@ -15,6 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .untrusted import read_yaml
+
 PACKAGE = Path(__file__).resolve().parent
 RECIPES, AGENTS = "conf", "checkpoints"
 
@@ -142,7 +144,6 @@ def expand_base(config: dict, where: Path | None, seen: tuple[Path, ...] = ()) -
     """A recipe's settings with its ``base:`` chain applied, the nearest file last. ``base`` is a path
     (relative to the recipe's folder) or a shipped recipe's name; a missing one or a loop is a
     ``ValueError`` naming the recipe."""
-    import yaml
 
     if not isinstance(config, dict) or BASE_KEY not in config:
         return config
@@ -160,7 +161,7 @@ def expand_base(config: dict, where: Path | None, seen: tuple[Path, ...] = ()) -
     if path in seen or len(seen) >= _MAX_BASES:
         chain = " -> ".join(str(p) for p in (*seen, path))
         raise ValueError(f"{label}: {BASE_KEY}: the recipes name each other in a loop ({chain})")
-    parent = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    parent = read_yaml(path) or {}
     return merge_recipes(expand_base(parent, path, (*seen, path)), config)
 
 
@@ -175,10 +176,9 @@ def expanded_config_path(value: str) -> str:
     import yaml
 
     path = Path(config_path(value))
-    text = path.read_text(encoding="utf-8")
-    if BASE_KEY not in text:
+    config = read_yaml(path)  # every --config is checked here (aliases, tags, size) before fit's parser walks it
+    if BASE_KEY not in path.read_text(encoding="utf-8"):
         return str(path)
-    config = yaml.safe_load(text)
     if not isinstance(config, dict) or BASE_KEY not in config:
         return str(path)
     merged = expand_base(config, path.resolve())

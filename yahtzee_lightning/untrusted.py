@@ -119,10 +119,38 @@ def printable(text: Any, keep_newlines: bool = False) -> str:
     return _CONTROL.sub(escape, text.replace("\n", "\\n"))
 
 
-def printable_tree(value: Any) -> Any:
-    """Every string in a JSON value (keys too) made :func:`printable` (iteratively)."""
+#: The longest string (a name, a setting) kept from an agent folder or a server's JSON: longer ones
+#: are cut, saying how much, so that a 20 MB ``training.name`` is not printed, copied and held.
+MAX_TEXT_CHARS = 1000
+#: A name as a table's column or a title shows it (an agent's ``training.name``, a player's).
+MAX_NAME_CHARS = 80
+#: The most of an agent's card (``README.md``) read and shown.
+MAX_CARD_CHARS = 1 << 20
+
+
+def shortened(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how many more there were."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit:,} more characters cut)"
+
+
+def read_text_capped(path: str | Path, limit: int = MAX_CARD_CHARS) -> str:
+    """A text file from outside, at most ``limit`` characters of it read (:func:`shortened` beyond);
+    undecodable bytes replaced."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read(limit + 1)
+        more = len(f.read(1 << 20)) if len(text) > limit else 0  # a taste of the rest: "at least"
+    return text if len(text) <= limit else f"{text[:limit]}\n... (at least {more + 1:,} more characters cut)"
+
+
+def printable_tree(value: Any, limit: int = MAX_TEXT_CHARS) -> Any:
+    """Every string in a JSON value (keys too) made :func:`printable` and :func:`shortened` to
+    ``limit`` characters (iteratively)."""
+
+    def clean(text: str) -> str:
+        return printable(shortened(text, limit))
+
     if isinstance(value, str):
-        return printable(value)
+        return clean(value)
     if not isinstance(value, (dict, list)):
         return value
     root: list[Any] = [None]
@@ -130,7 +158,7 @@ def printable_tree(value: Any) -> Any:
     while stack:
         item, parent, key = stack.pop()
         if isinstance(item, dict):  # keys in their order, values filled as the stack reaches them
-            keys = [printable(k) if isinstance(k, str) else k for k in item]
+            keys = [clean(k) if isinstance(k, str) else k for k in item]
             new: Any = dict.fromkeys(keys)
             stack.extend((v, new, k) for k, v in zip(keys, item.values(), strict=True))
         elif isinstance(item, list):
@@ -138,7 +166,7 @@ def printable_tree(value: Any) -> Any:
             for i, v in enumerate(item):
                 stack.append((v, new, i))
         else:
-            new = printable(item) if isinstance(item, str) else item
+            new = clean(item) if isinstance(item, str) else item
         parent[key] = new
     return root[0]
 
@@ -165,3 +193,79 @@ def check_relative_path(name: Any, where: str) -> str:
             f"{where}: the file name {printable(repr(name))} is not a plain relative path; refusing to write it"
         )
     return name
+
+
+#: YAML read from a file or a flag (a recipe, a study, an agent's training YAML): at most this many
+#: bytes, and at most this many nodes once its aliases are expanded (a 1 KB "billion laughs" file
+#: names 10**9 of them: refused before anything walks it).
+MAX_YAML_BYTES = 8 << 20
+MAX_YAML_NODES = 100_000
+#: The YAML tags a plain config uses (``yaml.safe_load``'s): any other (``!!python/...``) is refused.
+_YAML_TAGS = {f"tag:yaml.org,2002:{t}" for t in "str int float bool null seq map timestamp binary merge set".split()}
+
+
+def check_yaml(text: str, where: str) -> None:
+    """Refuse, in one line naming ``where``, a YAML text that is too long, does not parse, carries a
+    tag other than plain data's, or whose aliases expand past :data:`MAX_YAML_NODES` nodes: checked
+    on the node graph, before anything is built from it."""
+    import yaml
+
+    if len(text) > MAX_YAML_BYTES:
+        raise UntrustedError(f"{where}: {len(text):,} bytes of YAML, more than the {MAX_YAML_BYTES:,} read")
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise UntrustedError(f"{where}: does not parse as YAML ({printable(problem)}{at})") from None
+    if root is None:
+        return
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:  # post-order over the graph, each shared (aliased) node counted once per use
+        node, done = stack.pop()
+        children = [c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode) else node.value
+        children = children if isinstance(node, yaml.CollectionNode) else []
+        if done:
+            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
+            open_.discard(id(node))
+            if sizes[id(node)] > MAX_YAML_NODES:
+                raise UntrustedError(
+                    f"{where}: YAML aliases expand to more than {MAX_YAML_NODES:,} values (a 'billion laughs' "
+                    "file?); refused before reading further"
+                )
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in open_:
+            raise UntrustedError(f"{where}: a YAML alias that contains itself (line {node.start_mark.line + 1})")
+        if node.tag not in _YAML_TAGS:
+            raise UntrustedError(
+                f"{where}: the YAML tag {printable(node.tag.replace('tag:yaml.org,2002:', '!!'))} at line "
+                f"{node.start_mark.line + 1} is not plain data; refused (nothing of it was run)"
+            )
+        open_.add(id(node))
+        stack.append((node, True))
+        stack.extend((c, False) for c in children)
+
+
+def load_yaml(text: str, where: str) -> Any:
+    """YAML from outside as plain data, checked first (:func:`check_yaml`): one line naming ``where``."""
+    import yaml
+
+    check_yaml(text, where)
+    try:
+        return yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError) as e:
+        raise UntrustedError(f"{where}: does not parse as YAML ({printable(str(e).splitlines()[0])})") from None
+
+
+def read_yaml(path: str | Path, what: str | None = None) -> Any:
+    """A YAML file from outside (``what`` names it; default: its path), bounded as :func:`load_yaml`.
+    ``OSError`` passes through."""
+    path = Path(path)
+    if path.stat().st_size > MAX_YAML_BYTES:
+        raise UntrustedError(f"{what or path}: more than the {MAX_YAML_BYTES:,} bytes of YAML read")
+    return load_yaml(path.read_text(encoding="utf-8"), str(what or path))

@@ -5,14 +5,16 @@ import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from yahtzee_lightning.coach.server import MAX_BODY, PER_CLIENT_ACTIVE
+from yahtzee_lightning.coach.server import MAX_BODY, MAX_GAMES
 
 OTHER = "127.0.0.2"  # a second client address on the loopback range
 
 
-def raw(server, request: bytes, timeout: float = 10.0) -> tuple[int, dict]:
-    """Send bytes as they are; the status and JSON body of the reply (0, {} if the server hung up)."""
-    with socket.create_connection(server.server_address, timeout=timeout) as s:
+def raw(server, request: bytes, timeout: float = 10.0, source: str | None = None) -> tuple[int, dict]:
+    """Send bytes as they are (from the loopback address ``source``); the status and JSON body of the
+    reply (0, {} if the server hung up)."""
+    address = (source, 0) if source else None
+    with socket.create_connection(server.server_address, timeout=timeout, source_address=address) as s:
         s.sendall(request)
         reply = b""
         try:
@@ -168,11 +170,62 @@ def test_one_address_holding_or_reopening_hundreds_of_connections_delays_only_it
             socket.create_connection(server.server_address, timeout=5, source_address=(OTHER, 0)).close()
         status, _ = raw(server, post(server, b"{}"), timeout=1.0)
         assert status == 200
-        with server._clients_lock:  # its connections wait their turn, at most PER_CLIENT_ACTIVE answered at once
-            assert server._clients[OTHER].active <= PER_CLIENT_ACTIVE
         # The held ones are closed after the first-byte wait, PER_CLIENT_ACTIVE at a time.
         held[0].settimeout(3)
         assert held[0].recv(1) == b""
     finally:
         for s in held:
             s.close()
+
+
+def test_400_connections_from_25_addresses_and_150_from_the_pages_own_held_or_dripped_delay_nobody(server):
+    """A bounded loopback test: 400 connections from 25 loopback addresses (16 each) and 150 from
+    127.0.0.1 itself, half of them silent, half sending their headers a byte at a time; all the while
+    the page's requests from 127.0.0.1 are answered within 1 s (before: 128 workers, each held)."""
+    host = f"127.0.0.1:{server.server_address[1]}"
+    head = f"POST /api/new HTTP/1.1\r\nHost: {host}\r\nX-Slow: ".encode()
+    sources = [f"127.0.0.{10 + i}" for i in range(25) for _ in range(16)] + ["127.0.0.1"] * 150
+    held = [socket.create_connection(server.server_address, timeout=5, source_address=(a, 0)) for a in sources]
+    stop = threading.Event()
+
+    def drip() -> None:  # every other connection: a byte of its headers every 0.2 s, the headers never ending
+        for i in range(100):  # at most 20 s; stopped once the test is done
+            if stop.wait(0.2):
+                return
+            for s in held[1::2]:
+                try:
+                    s.send(head[i : i + 1] or b"x")
+                except OSError:  # the server dropped it
+                    pass
+
+    dripper = threading.Thread(target=drip, daemon=True)
+    dripper.start()
+    try:
+        for _ in range(6):  # over 3 s: past the first-byte wait of the silent ones, and the drip going on
+            status, _ = raw(server, post(server, b"{}"), timeout=1.0)  # a timeout here fails the test
+            assert status == 200
+            stop.wait(0.5)
+        play_a_game(server)
+    finally:
+        stop.set()
+        dripper.join(timeout=5)
+        for s in held:
+            s.close()
+
+
+def test_another_clients_new_games_never_evict_a_game_in_progress(server):
+    """One client's game, played; another address posts /api/new past the server's MAX_GAMES: its own
+    surplus is refused (503), never the first game taken; a game left idle gives its place."""
+    status, mine = raw(server, post(server, b'{"seed": 1}'))
+    assert status == 200
+    status, _ = raw(server, post(server, b'{"hold": []}', path=f"/api/game/{mine['id']}/keep"))
+    assert status == 200
+    statuses = [raw(server, post(server, b"{}"), source=OTHER)[0] for _ in range(MAX_GAMES + 6)]
+    assert statuses == [200] * (MAX_GAMES - 1) + [503] * 7
+    status, out = raw(server, post(server, b"{}"), source=OTHER)
+    assert status == 503 and "in progress" in out["error"]
+    status, again = raw(server, post(server, b"", path=f"/api/game/{mine['id']}").replace(b"POST", b"GET", 1))
+    assert status == 200 and again["id"] == mine["id"] and again["history"]  # its move is there
+    server.game_idle = 0.0  # every game now counts as left: a new one takes the place of the least recent
+    assert raw(server, post(server, b"{}"), source=OTHER)[0] == 200
+    assert mine["id"] in server.games  # the least recent was another's

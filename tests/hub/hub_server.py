@@ -70,8 +70,22 @@ class HubState:
         self.requests: list[str] = []
         self.lock = threading.Lock()
         #: A hostile server's lies (tests of what a client trusts): ``sha`` (the commit id it answers),
-        #: ``listed`` (extra ``{path: size}`` entries in its tree listing), ``size`` (every listed size).
+        #: ``listed`` (extra ``{path: size}`` entries in its tree listing), ``size`` (every listed size),
+        #: ``fail_first`` (how many model-info requests answer 500 first), ``endless`` (the weights'
+        #: download claims 10 GiB and sends zeros, up to this many bytes), ``drip`` (the weights sent one
+        #: byte per this many seconds, at most 600 bytes). ``sent`` counts the body bytes it wrote.
         self.hostile: dict = {}
+        self.sent = 0
+
+    def serve(self, repo_id: str, files: dict[str, bytes]) -> str:
+        """A repo with one commit of ``files`` (LFS by suffix), as a push would leave it: its commit id.
+        Tests of a pull seed it so, without a process that pushes."""
+        with self.lock:
+            repo = self.repos.setdefault(repo_id, _Repo(repo_id))
+            sha = hashlib.sha1(f"{repo.refs['main']} {len(repo.commits)}".encode()).hexdigest()
+            repo.commits[sha] = {p: (data, p.endswith(LFS_SUFFIXES)) for p, data in files.items()}
+            repo.refs["main"] = sha
+        return sha
 
     def files(self, repo_id: str, revision: str = "main") -> dict[str, bytes]:
         repo = self.repos[repo_id]
@@ -95,6 +109,28 @@ def _handler(state: HubState, base_url: str) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(body)
+
+        def _hostile_body(self, data: bytes, headers: dict) -> None:
+            """The weights as a hostile server sends them: endless zeros under a 10 GiB Content-Length,
+            or the true bytes dripped; both loops bounded, and ended by a client that hangs up."""
+            endless = state.hostile.get("endless", 0)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(10 << 30 if endless else len(data)))
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            chunks = (b"\0" * 65536 for _ in range(endless // 65536)) if endless else (bytes([b]) for b in data[:600])
+            try:
+                for chunk in chunks:
+                    if not endless:
+                        threading.Event().wait(state.hostile["drip"])
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                    state.sent += len(chunk)
+            except OSError:
+                pass  # the client hung up: what the test wants
+            self.close_connection = True
 
         def _json(self, code: int, obj, headers: dict | None = None) -> None:
             self._send(code, json.dumps(obj).encode(), headers)
@@ -149,6 +185,9 @@ def _handler(state: HubState, base_url: str) -> type[BaseHTTPRequestHandler]:
                         e["size"] = state.hostile["size"]
                 return self._json(200, entries)
             if r := self._route(r"/api/models/(.+?)(?:/revision/([^/]+))?"):
+                if state.hostile.get("fail_first", 0) > 0:
+                    state.hostile["fail_first"] -= 1
+                    return self._json(500, {"error": "Internal Server Error"})
                 if (snap := self._snapshot(r[0], r[1] or "main")) is None:
                     return
                 siblings = [{"rfilename": p} for p in sorted(snap[1])]
@@ -166,6 +205,8 @@ def _handler(state: HubState, base_url: str) -> type[BaseHTTPRequestHandler]:
                 if lfs:
                     headers["X-Linked-Etag"] = f'"{hashlib.sha256(data).hexdigest()}"'
                     headers["X-Linked-Size"] = str(len(data))
+                if lfs and self.command == "GET" and {"endless", "drip"} & set(state.hostile):
+                    return self._hostile_body(data, headers)
                 return self._send(200, data, headers, ctype="application/octet-stream")
             self._json(404, {"error": f"no route for GET {self.path}"})
 

@@ -6,15 +6,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_hub import _agent, _python
+from test_hub import _agent
 
-PUSH = "from yahtzee_lightning.cli import main; import sys; main(sys.argv[1:])"
 PULL = "from yahtzee_lightning.cli import main; import sys; sys.exit(main(sys.argv[1:]))"
 
 
 def _served(tmp_path: Path, hub, hub_env: dict) -> None:
     folder = _agent(tmp_path / "tiny", games=0)
-    _python(["-c", PUSH, "push", str(folder), "--repo-id", "alice/tiny"], hub_env, tmp_path)
+    hub.state.serve("alice/tiny", {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()})
 
 
 def _files(root: Path) -> dict[Path, bytes]:
@@ -32,8 +31,21 @@ def _files(root: Path) -> dict[Path, bytes]:
         {"listed": {"sub/../x.yaml": 10}},
         {"listed": {"a\x1b]0;pwned\x07.yaml": 10}},
         {"size": 1 << 40},  # a terabyte of "weights"
+        # a 500 first: the library, asked with no revision, would ask again itself and use this id unchecked
+        {"fail_first": 1, "sha": "../../../../../../victim/config"},
+        {"fail_first": 2, "sha": "../../../../../../x/config"},
     ],
-    ids=["sha-up", "sha-far", "name-up", "name-abs", "name-dots", "name-escape", "size"],
+    ids=[
+        "sha-up",
+        "sha-far",
+        "name-up",
+        "name-abs",
+        "name-dots",
+        "name-escape",
+        "size",
+        "500-then-sha",
+        "500s-then-sha",
+    ],
 )
 def test_a_hostile_hub_is_refused_in_one_line_and_nothing_is_written_outside(tmp_path, hub, hub_env, lie):
     _served(tmp_path, hub, hub_env)
@@ -64,3 +76,57 @@ def test_a_hostile_hub_is_refused_in_one_line_and_nothing_is_written_outside(tmp
     outside = [p for p in set(after) - set(before) if home not in p.parents]
     assert outside == []  # nothing new outside the cache
     assert not (tmp_path / "pulled").exists() or not any((tmp_path / "pulled").iterdir())
+
+
+def _pull(tmp_path: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", PULL, "pull", "alice/tiny", str(tmp_path / "pulled")],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _cache(home: Path) -> tuple[int, list[Path]]:
+    """The bytes of the blobs a pull left in its cache, and the partial ones."""
+    blobs = [p for p in home.rglob("*") if p.is_file() and not p.is_symlink() and "blobs" in p.parts]
+    return sum(p.stat().st_size for p in blobs), [p for p in blobs if p.name.endswith(".incomplete")]
+
+
+def test_a_body_beyond_the_listed_size_is_stopped_and_its_partial_file_removed(tmp_path, hub, hub_env):
+    _served(tmp_path, hub, hub_env)
+    listed = sum(len(d) for p, d in hub.state.files("alice/tiny").items() if not p.endswith(".gitattributes"))
+    hub.state.hostile = {"endless": 64 << 20}  # "Content-Length: 10 GiB", zeros (64 MiB at most here)
+    home = tmp_path / "hf_fresh"
+    run = _pull(tmp_path, dict(hub_env, HF_HOME=str(home)))
+    assert run.returncode != 0
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "more than the" in lines[0] and "bytes its listing names" in lines[0], run.stderr[-2000:]
+    written, partial = _cache(home)
+    assert partial == [] and written <= listed  # never more than the listing: the 10 GiB header is not believed
+    assert hub.state.sent > listed  # the server did send more
+    assert not (tmp_path / "pulled").exists()
+
+
+def test_a_dripped_download_ends_at_its_deadline_saying_how_far_it_got(tmp_path, hub, hub_env):
+    _served(tmp_path, hub, hub_env)
+    hub.state.hostile = {"drip": 0.05}  # a byte every 50 ms: the library's 10 s read timeout never fires
+    home = tmp_path / "hf_fresh"
+    run = _pull(tmp_path, dict(hub_env, HF_HOME=str(home), YAHTZEE_LIGHTNING_HUB_DEADLINE="2"))
+    assert run.returncode != 0
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, run.stderr[-2000:]
+    assert "alice/tiny: the download did not finish within 2 s (" in lines[0] and "bytes received of the" in lines[0]
+    assert _cache(home)[1] == []  # the partial file removed
+    assert hub.state.sent < 600  # stopped: the drip was not waited out
+
+
+def test_a_deadline_that_is_not_seconds_is_refused_in_one_line(tmp_path, hub, hub_env):
+    run = _pull(tmp_path, dict(hub_env, YAHTZEE_LIGHTNING_HUB_DEADLINE="soon"))
+    assert run.returncode != 0
+    assert run.stderr.strip().splitlines() == [
+        "yahtzee-lightning pull: error: YAHTZEE_LIGHTNING_HUB_DEADLINE='soon': a number of seconds in (0, 86400] "
+        "is expected"
+    ]

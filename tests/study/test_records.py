@@ -154,3 +154,55 @@ def test_a_damaged_sessions_line_is_named_and_left_out(tmp_path, caplog):
     assert f"{tmp_path / SESSIONS}:2: cut short" in caplog.text
     (line,) = [json.loads(text) for text in (tmp_path / SESSIONS).read_text().splitlines()]  # damaged one left out
     assert line["wall_clock_s"] is not None and line["cpus"] == 2
+
+
+def _signed_history(path, scores):
+    """A run's history.jsonl as the study writes it (each line signed with its number)."""
+    from yahtzee_lightning.study.records import append_lines
+
+    append_lines(path, [{"member": 0, "eval/games": 20 * (i + 1), "eval/mean_score": s} for i, s in enumerate(scores)])
+
+
+@pytest.mark.parametrize(
+    "tamper, line, why",
+    [
+        ("unsigned", 4, "carries no sha256 while 3 other lines of the file do"),
+        ("nan", 4, "carries no sha256 while 3 other lines of the file do"),
+        ("reordered", 2, "was written as line 3 (lines reordered"),
+    ],
+)
+def test_a_history_line_that_is_not_the_studys_own_is_refused_not_merged(tmp_path, caplog, tamper, line, why):
+    from yahtzee_lightning.study.results import _history
+
+    path = tmp_path / "history.jsonl"
+    _signed_history(path, [40.1, 45.2, 49.67])
+    lines = path.read_text().splitlines()
+    if tamper == "reordered":  # the later line moved up: the earlier one would be "the last" for its key
+        lines = [lines[0], lines[2], lines[1]]
+        path.write_text("\n".join(lines) + "\n")
+    else:  # appended by hand: the same key as the signed row, a better score (or none at all)
+        score = "NaN" if tamper == "nan" else "250.0"
+        with open(path, "a") as f:
+            f.write(f'{{"member": 0, "eval/games": 60, "eval/mean_score": {score}}}\n')
+    with caplog.at_level(logging.WARNING):
+        scores = [r["eval/mean_score"] for r in _history(path)]
+    assert f"{path}:{line}: {why}" in caplog.text
+    assert "written before digests" not in caplog.text
+    if tamper == "reordered":
+        assert scores == [40.1]  # both moved lines are out of place: left out, never taken as the last
+    else:
+        assert scores == [40.1, 45.2, 49.67]  # the signed row stands
+
+
+def test_history_lines_are_numbered_and_a_line_cut_short_does_not_swallow_the_next(tmp_path, caplog):
+    from yahtzee_lightning.study.records import read_lines
+
+    path = tmp_path / "history.jsonl"
+    _signed_history(path, [40.1])
+    with open(path, "a") as f:
+        f.write('{"member": 0, "eval/ga')  # a kill while writing
+    _signed_history(path, [45.2])  # the run resumed
+    with caplog.at_level(logging.WARNING):
+        rows = read_lines(path)
+    assert [r["eval/mean_score"] for r in rows] == [40.1, 45.2] and all("line" not in r for r in rows)
+    assert f"{path}:2: cut short" in caplog.text

@@ -27,7 +27,7 @@ from lightning.pytorch.cli import LightningCLI
 
 from ..manifest import FolderBusy, folder_lock
 from ..shipped import expanded_config_path
-from ..untrusted import UntrustedError, check_count
+from ..untrusted import UntrustedError, check_count, check_yaml
 from . import resume
 from .checkpoint import is_run_checkpoint
 from .config_errors import _options, parse_error
@@ -300,10 +300,24 @@ def hold_run_folders(trainer: L.Trainer, subcommand: str | None) -> None:
                 usage_error(subcommand, f"run folder {e}")
 
 
+def bounded_yaml_values() -> None:
+    """Every YAML jsonargparse reads (a ``--config`` file, a value on the command line) checked by
+    :func:`..untrusted.check_yaml` first: aliases, tags and size bounded, refused in one line."""
+    from jsonargparse import set_loader
+    from jsonargparse._loaders_dumpers import yaml_load
+
+    def load(text: str) -> Any:
+        check_yaml(text, "a fit setting or --config")
+        return yaml_load(text)
+
+    set_loader("yaml", load)
+
+
 def run_cli(argv: list[str] | None = None) -> LightningCLI:
     """Run ``fit``/``validate`` as the console script does; the CLI, its trainer and model, for a
     caller that reads the result (a study's trial reads the final evaluation)."""
     quiet_library_notices()
+    bounded_yaml_values()
     try:
         argv = shipped_configs(argv)
         return _CLI(

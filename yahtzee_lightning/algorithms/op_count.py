@@ -68,9 +68,9 @@ def recipe_args(config: str | Path, **overrides: Any) -> tuple[type, dict[str, A
     """The algorithm class and its arguments from a recipe YAML under ``conf/`` (``overrides`` on top)."""
     import importlib
 
-    import yaml
+    from ..untrusted import read_yaml
 
-    model = yaml.safe_load(Path(config).read_text())["model"]
+    model = read_yaml(config)["model"]
     module, _, name = model["class_path"].rpartition(".")
     return getattr(importlib.import_module(module), name), {**model.get("init_args", {}), **overrides}
 

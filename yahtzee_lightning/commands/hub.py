@@ -154,8 +154,8 @@ def pull_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--revision", default=None, help="branch, tag or commit (default: main)")
     parser.add_argument("--force", action="store_true", help="replace an agent folder already there, as a whole")
     args = parser.parse_args(argv)
-    from ..hub.agent import AgentError, YahtzeeAgent, agent_files
     from ..hub.download import hub_errors, hub_failure, resolve_folder
+    from ..hub.layout import AgentError
     from ..manifest import FolderBusy
     from ..replace import replacing as writing
 
@@ -163,6 +163,8 @@ def pull_main(argv: list[str] | None = None) -> int:
     check_folder_target(out, parser, args.force)
     try:
         source = resolve_folder(args.repo_id, revision=args.revision, hub_only=True)
+        from ..hub.agent import YahtzeeAgent, agent_files  # torch: once there is something to load
+
         YahtzeeAgent.load(source)  # check before copying
     except AgentError as e:
         parser.error(str(e))

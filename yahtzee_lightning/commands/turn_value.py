@@ -48,11 +48,11 @@ SETTINGS_FLAGS = tuple(SETTINGS_HELP)
 def read_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
     """The YAML's settings (``ValueSettings`` fields, ``agent``, ``diagnostic_games``, ``evaluate``), or a
     usage error naming the file and the unknown keys."""
-    import yaml
+    from ..untrusted import read_yaml
 
     try:
-        data = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as e:
+        data = read_yaml(path, f"--config {path}") or {}
+    except (OSError, ValueError) as e:
         parser.error(f"--config {path}: cannot read it ({e})")
     if not isinstance(data, dict):
         parser.error(f"--config {path}: a mapping of settings is expected")

@@ -50,11 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     values: dict = {}
     if args.config:
-        import yaml
+        from ..untrusted import read_yaml
 
         try:
-            values = yaml.safe_load(Path(args.config).read_text()) or {}
-        except (OSError, yaml.YAMLError) as e:
+            values = read_yaml(args.config, f"--config {args.config}") or {}
+        except (OSError, ValueError) as e:
             parser.error(f"--config {args.config}: cannot read it ({e})")
         if not isinstance(values, dict):
             parser.error(f"--config {args.config}: a mapping of settings is expected")

@@ -23,7 +23,15 @@ from ..digest import VALUE_DIGEST, WEIGHTS_DIGEST, nonfinite, tensors_sha256
 from ..manifest import Manifest
 from ..nn import PolicyValueNet
 from ..solver.value import TurnValueNet
-from ..untrusted import UntrustedError, printable, printable_tree, read_json
+from ..untrusted import (
+    MAX_NAME_CHARS,
+    UntrustedError,
+    printable,
+    printable_tree,
+    read_json,
+    read_text_capped,
+    shortened,
+)
 from .download import resolve_folder
 from .files import agent_files, check_weights, load_turn_value, save_turn_value_file, verify_weights, with_side_files
 from .layout import (
@@ -111,7 +119,7 @@ class YahtzeeAgent:
         from ..players.agent import AgentPlayer
 
         self.net.to(device).eval()
-        name = self.training.get("name", "agent")
+        name = shortened(str(self.training.get("name", "agent")), MAX_NAME_CHARS)  # a column's heading
         return AgentPlayer(self.net, greedy, name, self.turn_value, self.win_value)
 
     # ------------------------------------------------------------ save / load
@@ -210,7 +218,7 @@ class YahtzeeAgent:
             raise AgentFormatError(f"{weights_path}: corrupt safetensors file ({e})") from e
         check_weights(net, state, weights_path)
         card_path = directory / CARD_NAME
-        card = card_path.read_text(encoding="utf-8", errors="replace") if card_path.is_file() else None
+        card = read_text_capped(card_path) if card_path.is_file() else None
         verify_weights(state, weights_path, metadata.get(WEIGHTS_DIGEST), config.get(WEIGHTS_DIGEST), card)
         net.load_state_dict(state)
         net.eval()
@@ -221,7 +229,8 @@ class YahtzeeAgent:
         training, evaluation = printable_tree(config.get("training")), printable_tree(config.get("evaluation"))
         card = printable(card, keep_newlines=True) if card is not None else None
         agent = cls(net, training, evaluation, card, value, printable_tree(value_info))
-        agent.win_value, agent.win_value_info = load_win_value(directory, config.get("win_value"), card)
+        agent.win_value, win_info = load_win_value(directory, config.get("win_value"), card)
+        agent.win_value_info = printable_tree(win_info)
         return agent
 
     def push_to_hub(

@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import Any
 
-import yaml
+from ..untrusted import load_yaml
 
 
 def set_key(config: dict[str, Any], dotted: str, value: Any) -> None:
@@ -37,7 +37,7 @@ def compose(base_text: str, overrides: dict[str, Any]) -> dict[str, Any]:
     applied in order."""
     from ..shipped import expand_base
 
-    config = expand_base(yaml.safe_load(base_text) or {}, None)
+    config = expand_base(load_yaml(base_text, "the base config") or {}, None)
     for key, value in overrides.items():
         set_key(config, key, value)
     return config

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..digest import DIGEST_KEY, record_sha256
 from ..machine import describe_machine
-from ..untrusted import parse_json, read_json
+from ..untrusted import parse_json, printable, read_json
 
 PLAN = "study.json"  # a study folder's plan: the study as expanded, and its trials
 
@@ -66,10 +66,28 @@ def read_final(path: Path) -> dict[str, Any] | None:
     return read_record(path, "its cell runs again")
 
 
+#: Each signed line of a JSON-lines file of ours records its own line number: a line moved, or lines
+#: removed or inserted before it, no longer sits where it was written.
+LINE_KEY = "line"
+
+
+def append_lines(path: Path, records: list[dict[str, Any]]) -> None:
+    """Append ``records`` to the JSON-lines file ``path``, each signed with its line number (a line
+    a kill cut short is ended first: the next one starts on a line of its own)."""
+    text = path.read_bytes() if path.exists() else b""
+    start = "\n" if text and not text.endswith(b"\n") else ""
+    first = text.count(b"\n") + len(start) + 1
+    body = "".join(digested_text({**r, LINE_KEY: first + i}) + "\n" for i, r in enumerate(records))
+    with open(path, "a") as f:
+        f.write(start + body)
+
+
 def read_lines(path: Path) -> list[dict[str, Any]]:
     """The records of a JSON-lines file of ours (``history.jsonl``), in order. A line that is cut short
-    (a kill while writing), damaged or edited is named (``FILE:LINE``) and left out; lines written
-    before digests are used, with one warning for the file."""
+    (a kill while writing), damaged or edited, that sits elsewhere than it was written (reordered,
+    lines removed or inserted), or that carries no sha256 where the file's other lines do (appended
+    by hand), is named (``FILE:LINE``) and left out, never merged with the signed ones; a file written
+    wholly before digests is used, with one warning."""
     if not path.exists():
         return []
     try:
@@ -77,20 +95,40 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     except (OSError, ValueError) as e:
         LOG.warning("warning: %s: unreadable (%s); its evaluations are left out", path, type(e).__name__)
         return []
-    rows, old = [], 0
+    parsed: list[tuple[int, Any]] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            record = parse_json(line, f"{path}:{number}")
+            parsed.append((number, parse_json(line, f"{path}:{number}")))
         except ValueError:
             LOG.warning("warning: %s:%d: cut short or damaged (not JSON); the line is left out", path, number)
+    unsigned = [n for n, r in parsed if isinstance(r, dict) and DIGEST_KEY not in r]
+    signed = sum(isinstance(r, dict) and DIGEST_KEY in r for _, r in parsed)
+    rows = []
+    for number, record in parsed:
+        where = f"{path}:{number}"
+        if signed and number in unsigned:
+            LOG.warning(
+                "warning: %s: carries no sha256 while %d other lines of the file do (appended or edited by "
+                "hand, not by the study); the line is left out",
+                where,
+                signed,
+            )
             continue
-        old += isinstance(record, dict) and DIGEST_KEY not in record
-        if (row := _checked(record, f"{path}:{number}", "the line is left out", old=False)) is not None:
-            rows.append(row)
-    if old:
-        LOG.warning("warning: %s: %d lines carry no sha256 (written before digests)", path, old)
+        if (row := _checked(record, where, "the line is left out", old=False)) is None:
+            continue
+        written = row.pop(LINE_KEY, number) if number not in unsigned else number
+        if written != number:
+            LOG.warning(
+                "warning: %s: was written as line %s (lines reordered, removed or inserted); the line is left out",
+                where,
+                printable(repr(written)),
+            )
+            continue
+        rows.append(row)
+    if unsigned and not signed:
+        LOG.warning("warning: %s: %d lines carry no sha256 (written before digests)", path, len(unsigned))
     return rows
 
 
@@ -148,4 +186,4 @@ def log_session(out: Path, command: str | None, started: float, cpus: int, addre
                 "from a fixed commit: docs/study.md, 'Train from a fixed commit')",
                 file=sys.stderr,
             )
-    path.write_text("".join(digested_text(line) + "\n" for line in [*lines, record]))
+    path.write_text("".join(digested_text({**line, LINE_KEY: n}) + "\n" for n, line in enumerate([*lines, record], 1)))

@@ -23,8 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from ..untrusted import UntrustedError, read_yaml
 from .chain import ID_KEY, check_networks, resolve_start
 from .fit_config import accepts_ensemble, cell_id, compose, parse_fit_config, value_label
 from .hypothesis_file import parse_hypotheses
@@ -98,7 +97,7 @@ class _Reader:
         text = base.read_text()
         try:
             config = compose(text, overrides)
-        except yaml.YAMLError as e:
+        except UntrustedError as e:
             self.fail(key, f"{base} does not parse: {_first_line(str(e))}")
         known = json.dumps(config, sort_keys=True, default=str)
         if known in self._parsed:
@@ -145,11 +144,11 @@ def load_study(path: str | Path, profile: str | None = None, gpus_per_trial: flo
     path = Path(path)
     reader = _Reader(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = read_yaml(path)
     except OSError as e:
         raise StudyError(f"{path}: cannot read it ({e.strerror})") from e
-    except yaml.YAMLError as e:
-        raise StudyError(f"{path}: does not parse as YAML: {_first_line(str(e))}") from e
+    except UntrustedError as e:
+        raise StudyError(str(e)) from None
     raw = reader.mapping(raw, "", TOP_KEYS)
     if not isinstance(raw.get("name"), str) or not raw["name"]:
         reader.fail("name", "the study needs a name (a string)")

@@ -33,7 +33,7 @@ from ...manifest import Manifest
 from ..chain import start_weights
 from ..fit_config import compose
 from ..model import Cell
-from ..records import digested_text, final_text, read_final
+from ..records import append_lines, final_text, read_final
 from .cluster import on_gpu, where
 
 HISTORY, FINAL, ERROR, LOG = "history.jsonl", "final.json", "error.txt", "fit.log"
@@ -86,8 +86,7 @@ class StudyRecorder(L.Callback):
             return
         settings = {f"setting/{k}": v for k, v in self.settings.items()}
         rows = [row | settings | where() for row in evaluation_rows(trainer, pl_module)]
-        with open(self.run_dir / HISTORY, "a") as f:
-            f.writelines(digested_text(row) + "\n" for row in rows)
+        append_lines(self.run_dir / HISTORY, rows)
         Manifest.read(self.run_dir).add([HISTORY])  # its records are the trial's own: --force deletes them
         if in_tune_session():
             from ray import tune
