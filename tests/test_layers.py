@@ -33,12 +33,14 @@ LAYERS: list[tuple[str, ...]] = [
         "shipped",
     ),
     ("game",),
-    ("env", "gym.spaces", "gym.single", "gym.vector", "gym.sb3", "gym.policy"),
+    # The ecosystem's interfaces (Gymnasium, SB3, PettingZoo) on one floor, over the env: they know
+    # no player names (resolve, above, turns a name into a player; an SB3 zip too, through gym.policy).
+    ("env", "gym.spaces", "gym.single", "gym.vector", "gym.sb3", "gym.policy", "gym.pettingzoo"),
     ("solver", "nn"),
     ("players",),
     ("evaluation",),
     ("hub",),
-    ("resolve", "gym.pettingzoo"),
+    ("resolve",),
     ("algorithms", "coach"),
     # A study: its file, cells, records and results table first; then running the cells (it runs
     # fit's LightningCLI, algorithms.lightning_cli, for each) and judging the runs, side by side;
