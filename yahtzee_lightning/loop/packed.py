@@ -152,7 +152,8 @@ class _MemberNet:
 
 
 class PackedUpdate:
-    """The ``ensemble_update: batched`` part of :class:`~.base.OnPolicyAlgorithm` (module docstring)."""
+    """The ``ensemble_update: batched`` part of
+    :class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm` (module docstring)."""
 
     #: Whether the algorithm's update can be packed: each of its optimiser steps through
     #: ``optimizer_step`` (not ``step_optimizer``), its random draws through ``game_orders``, no

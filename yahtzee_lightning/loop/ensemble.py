@@ -14,7 +14,8 @@ with its own weights. Everything else is the single run's code, run once per mem
 member as ``self.net`` and its settings as ``self.hparams`` (:meth:`Ensemble.as_member`): the
 algorithm's loss, its schedules, its own Adam and learning-rate schedule (one optimiser per
 member), gradient clipping, the diagnostics and the evaluations. So every algorithm built on
-:class:`~.base.OnPolicyAlgorithm` gets an ensemble without code of its own, and a member learns
+:class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm` gets an ensemble without code of its
+own, and a member learns
 as the single run with its settings would, independently of the others: its weights start from
 its own seed, its games' dice come from its own generator, its action samples, minibatch orders
 and dropout masks from another generator of its own (seeded from its seed, as a single run's),
@@ -113,7 +114,8 @@ def parse_members(spec: Any, base_seed: int) -> list[dict[str, Any]] | None:
 
 
 class Ensemble:
-    """The ensemble's part of :class:`~.base.OnPolicyAlgorithm` (see the module's docstring).
+    """The ensemble's part of :class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm` (see the
+    module's docstring).
 
     ``self.members`` is None in a single run; in an ensemble an ``nn.ModuleList`` of the K
     networks, and ``self.net`` is the network of the member being worked on (member 0 outside
