@@ -293,28 +293,40 @@ class OnPolicyAlgorithm(
         self.learn(self.collect())
 
     def learn(self, batch: TensorDictBase) -> None:
-        """The update on a freshly collected batch, its schedules and, every ``log_every`` updates, its metrics.
+        """The update on a freshly collected batch (:meth:`training_step` plays it: ``collect``,
+        :mod:`yahtzee_lightning.loop.collection`; an ensemble's, :mod:`~yahtzee_lightning.loop.ensemble`,
+        plays every member's games through one stacked forward). One of three routes, each a plain call:
 
-        A batch, followed by name (each hook lives in the mixin its module is named for):
+        * one network: :meth:`learn_network`, below;
+        * an ensemble packed as one update (``ensemble_update: batched``): ``packed_learn``
+          (:mod:`yahtzee_lightning.loop.packed`), every member's :meth:`learn_network` steps at once;
+        * an ensemble member by member: ``learn_member_by_member`` (:mod:`~yahtzee_lightning.loop.ensemble`)
+          calls :meth:`learn_network` as each member in turn (``as_member``: its network, settings,
+          optimiser, schedule), then counts one update.
+        """
+        if not self.in_ensemble():
+            self.learn_network(batch)
+        elif self.packed():
+            self.packed_learn(batch)
+        else:
+            self.learn_member_by_member(batch)
 
-        1. :meth:`training_step` plays it: ``collect`` (:mod:`.collection`; an ensemble's
-           ``collect`` in :mod:`.ensemble` plays every member's games through one stacked forward);
-        2. here, in an ensemble, ``ensemble_learn`` (:mod:`.ensemble`) calls this method once per
-           member, as that member (``as_member``: its network, settings, optimiser, schedule);
-        3. ``entropy_coefs`` and ``gamma`` (:mod:`.settings`): the schedules at this point of training;
-        4. on a logging update only, ``diagnose`` (:mod:`.diagnosis`): the exact regret of the batch;
-        5. ``update`` (the subclass: its loss), built from :mod:`.policy_gradient`'s parts
+    def learn_network(self, batch: TensorDictBase) -> None:
+        """One network's update on its batch, its schedules and, every ``log_every`` updates, its metrics:
+
+        1. ``entropy_coefs`` and ``gamma`` (:mod:`~yahtzee_lightning.loop.settings`): the schedules now;
+        2. on a logging update only, ``diagnose`` (:mod:`~yahtzee_lightning.loop.diagnosis`): the
+           exact regret of the batch;
+        3. ``update`` (the subclass: its loss), built from :mod:`.policy_gradient`'s parts
            (``advantages``, ``evaluate_actions`` under the acting masks, ``policy_gradient_step``),
            each optimiser step through ``step_optimizer`` (backward, clipping, Adam) below;
-        6. the learning-rate schedule steps and ``updates_done`` counts the update;
-        7. on a logging update, the collapse metrics and ``log_dict``.
+        4. the learning-rate schedule steps and ``updates_done`` counts the update;
+        5. on a logging update, :meth:`log_update`: the collapse metrics and ``log_dict``.
 
         The logging-only metrics (the exact regret of :meth:`diagnose`, the KL drift, action
         counts, mask diversity, top-k shares) cost about a fifth of an update; they draw no random
         numbers and change no weight, so skipping them leaves learning the same to the bit.
         """
-        if self.in_ensemble():
-            return self.ensemble_learn(self.learn, batch)
         beta_roll, beta_score = self.entropy_coefs()
         coefs = {"beta_roll": beta_roll, "beta_score": beta_score, "gamma": self.gamma()}
         logs = self.logs_this_update()

@@ -290,15 +290,14 @@ class Ensemble:
         n = self.hparams.games_per_batch
         return batch[k * n : (k + 1) * n]
 
-    def ensemble_learn(self, learn: Any, batch: TensorDictBase) -> None:
-        """Each member's update on its own games, all at the same progress; then one update counted.
-        (``ensemble_update: batched``: every member's at once, :mod:`.packed`.)"""
-        if self.packed():
-            return self.packed_learn(batch)
+    def learn_member_by_member(self, batch: TensorDictBase) -> None:
+        """Each member's update (the host's ``learn_network``) on its own games, all at the same
+        progress; then one update counted. (``ensemble_update: batched``: every member's at once,
+        ``packed_learn`` in :mod:`.packed`.)"""
         done = int(self.updates_done)
         for k in range(self.ensemble_size):
             with self.as_member(k):
-                learn(self.member_batch(batch, k))
+                self.learn_network(self.member_batch(batch, k))
                 self.updates_done.fill_(done)  # the next member's schedules see the same progress
         self.updates_done.fill_(done + 1)
         self._write_steps()
