@@ -31,7 +31,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import write_json  # noqa: E402
 
-from yahtzee_lightning.algorithms.op_count import recipe_args  # noqa: E402
+from yahtzee_lightning.loop.op_count import recipe_args  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = ("none", "compile")
@@ -88,7 +88,7 @@ def fit_updates(config: str, capture: str, device: str, **overrides) -> tuple[li
     """The wall clock of each update (``learn``) of a 12-update fit, and the trained network."""
     import lightning as L
 
-    from yahtzee_lightning.algorithms.trainer import quiet_trainer
+    from yahtzee_lightning.loop.trainer import quiet_trainer
 
     games = recipe_args(ROOT / config)[1].get("games_per_batch", 20)
     cls, args = recipe_args(ROOT / config, capture=capture, init_from=None, **overrides)

@@ -1,6 +1,6 @@
 """Operators per batch, split into collection and update: the host's cost, the same on any machine.
 
-Counts every aten operator a batch dispatches (``yahtzee_lightning/algorithms/op_count.py``), after
+Counts every aten operator a batch dispatches (``yahtzee_lightning/loop/op_count.py``), after
 two warm-up batches, over ``--batches`` batches, for the recipes the host-cost issue names and for
 packs of K members of the paper's A2C (one ensemble: its collection is one stacked forward pass, its
 update a loop over members, or with ``ensemble_update: batched`` one update of all of them). A
@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import write_json  # noqa: E402
 
-from yahtzee_lightning.algorithms.op_count import count_ops, recipe_args  # noqa: E402
+from yahtzee_lightning.loop.op_count import count_ops, recipe_args  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = {

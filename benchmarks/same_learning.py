@@ -13,8 +13,8 @@ from __future__ import annotations
 import lightning as L
 import torch
 
-from yahtzee_lightning.algorithms.op_count import recipe_args
-from yahtzee_lightning.algorithms.trainer import quiet_trainer
+from yahtzee_lightning.loop.op_count import recipe_args
+from yahtzee_lightning.loop.trainer import quiet_trainer
 
 
 def main() -> None:

@@ -33,15 +33,20 @@ LAYERS: list[tuple[str, ...]] = [
         "shipped",
     ),
     ("game",),
-    ("env", "gym.spaces", "gym.single", "gym.vector", "gym.sb3", "gym.policy"),
+    # The ecosystem's interfaces (Gymnasium, SB3, PettingZoo) on one floor, over the env: they know
+    # no player names (resolve, above, turns a name into a player; an SB3 zip too, through gym.policy).
+    ("env", "gym.spaces", "gym.single", "gym.vector", "gym.sb3", "gym.policy", "gym.pettingzoo"),
     ("solver", "nn"),
     ("players",),
     ("evaluation",),
     ("hub",),
-    ("resolve", "gym.pettingzoo"),
+    ("resolve",),
+    # The training loop (collection, packs and ensembles, resume, checkpoints, fit's LightningCLI):
+    # it never imports an algorithm; the algorithms, above it, extend its parts.
+    ("loop",),
     ("algorithms", "coach"),
     # A study: its file, cells, records and results table first; then running the cells (it runs
-    # fit's LightningCLI, algorithms.lightning_cli, for each) and judging the runs, side by side;
+    # fit's LightningCLI, loop.lightning_cli, for each) and judging the runs, side by side;
     # then drawing the report from the judged numbers.
     ("study",),
     ("study.running", "study.judging"),
@@ -165,10 +170,10 @@ def test_the_checks_see_what_they_must():
     """The walk resolves relative imports, finds imports inside functions, lazy exports and
     TYPE_CHECKING blocks: checked on modules whose imports are known."""
     assert "yahtzee_lightning.env.player" in GRAPH["yahtzee_lightning.env.multiplayer"]  # relative, top level
-    assert "yahtzee_lightning.hub" in GRAPH["yahtzee_lightning.algorithms.settings"]  # inside a method
+    assert "yahtzee_lightning.hub" in GRAPH["yahtzee_lightning.loop.settings"]  # inside a method
     assert "yahtzee_lightning.hub.agent" in GRAPH["yahtzee_lightning.hub"]  # a lazy export
     assert "yahtzee_lightning.players" in GRAPH["yahtzee_lightning.commands.args"]  # under TYPE_CHECKING
-    assert "yahtzee_lightning.algorithms.host" in GRAPH["yahtzee_lightning.algorithms.collection"]  # the same
+    assert "yahtzee_lightning.loop.host" in GRAPH["yahtzee_lightning.loop.collection"]  # the same
     assert layer("yahtzee_lightning.commands.demo") > layer("yahtzee_lightning.study.running.runner")
 
 

@@ -136,7 +136,7 @@ def test_fit_lines_for_any_lightning_module_count_steps(monkeypatch, capsys):
     import lightning as L
     import torch
 
-    from yahtzee_lightning.algorithms.progress_lines import FitProgressLines
+    from yahtzee_lightning.loop.progress_lines import FitProgressLines
 
     class NoLength(torch.utils.data.IterableDataset):
         def __iter__(self):

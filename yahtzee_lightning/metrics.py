@@ -9,6 +9,12 @@ from __future__ import annotations
 import torch
 
 
+def masked_mean(x: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
+    """Mean of ``x`` over the entries where ``where`` holds (NaN where none does), without the
+    device-to-host read of boolean indexing."""
+    return (x * where).sum() / where.sum()
+
+
 def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> torch.Tensor:
     """1 - Var(returns - values) / Var(returns): 1 is a perfect critic, 0 no better than a constant.
 

@@ -2,7 +2,7 @@
 
 import lightning as L
 
-from yahtzee_lightning.algorithms.trainer import quiet_trainer
+from yahtzee_lightning.loop.trainer import quiet_trainer
 
 SMALL = {"d_h": 64, "n_layers": 2, "head_hidden": 64, "evaluations": 1, "eval_games": 20, "final_eval_games": 0}
 

@@ -82,7 +82,7 @@ def test_a_compiled_update_learns_the_eager_updates_weights(algorithm):
     import lightning as L
 
     from yahtzee_lightning import algorithms
-    from yahtzee_lightning.algorithms.trainer import quiet_trainer
+    from yahtzee_lightning.loop.trainer import quiet_trainer
 
     def build(capture: str):
         L.seed_everything(0, verbose=False)

@@ -150,8 +150,8 @@ def test_trainer_overrides_budget_epochs_and_a_terminal_only_bar(monkeypatch):
     import lightning as L
 
     from yahtzee_lightning.algorithms import Reinforce
-    from yahtzee_lightning.algorithms.lightning_cli import ProgressBarOnStderr, trainer_overrides
-    from yahtzee_lightning.algorithms.progress_lines import FitProgressLines
+    from yahtzee_lightning.loop.lightning_cli import ProgressBarOnStderr, trainer_overrides
+    from yahtzee_lightning.loop.progress_lines import FitProgressLines
 
     class Terminal(io.StringIO):
         def isatty(self):
@@ -249,7 +249,7 @@ def test_two_runs_started_at_once_take_two_versions(tmp_path):
     log and checkpoint into version_0, each overwriting the other's last.ckpt and metrics."""
     from jsonargparse import Namespace
 
-    from yahtzee_lightning.algorithms.lightning_cli import share_run_version
+    from yahtzee_lightning.loop.lightning_cli import share_run_version
 
     def trainer() -> Namespace:
         args = Namespace(save_dir=str(tmp_path), name="lightning_logs", version=None)

@@ -8,11 +8,11 @@ import torch
 
 from yahtzee_lightning.algorithms.distill import BOX_VALUES, KEEP_VALUES
 from yahtzee_lightning.algorithms.expert_iteration import ExpertIteration
-from yahtzee_lightning.algorithms.trainer import quiet_trainer
 from yahtzee_lightning.env import keys as K
 from yahtzee_lightning.env.yahtzee_env import YahtzeeEnv
 from yahtzee_lightning.evaluation import play_games, summarize
 from yahtzee_lightning.game import Rules
+from yahtzee_lightning.loop.trainer import quiet_trainer
 from yahtzee_lightning.players.lookahead import lookahead_player
 from yahtzee_lightning.resolve import load_agent
 from yahtzee_lightning.solver import cache

@@ -1,4 +1,4 @@
-"""The parts of OnPolicyAlgorithm say what they use of the module in ``algorithms/host.py``: each list
+"""The parts of OnPolicyAlgorithm say what they use of the module in ``loop/host.py``: each list
 is read against the part's source (``ast``), so it can neither miss a need nor keep a stale one."""
 
 from __future__ import annotations
@@ -10,14 +10,15 @@ from typing import Protocol
 
 import pytest
 
-from yahtzee_lightning.algorithms import A2C, host
-from yahtzee_lightning.algorithms.collection import Collection, _Updates
-from yahtzee_lightning.algorithms.diagnosis import Diagnosis
-from yahtzee_lightning.algorithms.ensemble import Ensemble
-from yahtzee_lightning.algorithms.evaluation import Evaluation
-from yahtzee_lightning.algorithms.packed import PackedUpdate
+from yahtzee_lightning.algorithms import A2C
 from yahtzee_lightning.algorithms.policy_gradient import PolicyGradient
-from yahtzee_lightning.algorithms.settings import Settings
+from yahtzee_lightning.loop import host
+from yahtzee_lightning.loop.collection import Collection, _Updates
+from yahtzee_lightning.loop.diagnosis import Diagnosis
+from yahtzee_lightning.loop.ensemble import Ensemble
+from yahtzee_lightning.loop.evaluation import Evaluation
+from yahtzee_lightning.loop.packed import PackedUpdate
+from yahtzee_lightning.loop.settings import Settings
 
 #: Each part (and the loader that reads the module as ``self.module``) with its list.
 PARTS = [

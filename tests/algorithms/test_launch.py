@@ -5,8 +5,9 @@ from types import SimpleNamespace
 import pytest
 from test_cli import ROOT, TINY
 
-from yahtzee_lightning.algorithms import Reinforce, launch
+from yahtzee_lightning.algorithms import Reinforce
 from yahtzee_lightning.cli import main
+from yahtzee_lightning.loop import launch
 
 LAUNCHER_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "TORCHELASTIC_RUN_ID", "SLURM_NTASKS", "LSB_JOBID")
 

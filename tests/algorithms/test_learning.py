@@ -6,10 +6,10 @@ import torch
 from quick_fit import SMALL, fit_quietly
 
 from yahtzee_lightning.algorithms import A2C, PPO, Reinforce
-from yahtzee_lightning.algorithms.trainer import quiet_trainer
 from yahtzee_lightning.env import keys as K
 from yahtzee_lightning.evaluation import play_games, play_single_turns, summarize
 from yahtzee_lightning.game import Rules
+from yahtzee_lightning.loop.trainer import quiet_trainer
 from yahtzee_lightning.nn import PolicyValueNet
 from yahtzee_lightning.players import GreedyPlayer, RandomPlayer
 

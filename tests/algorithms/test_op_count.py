@@ -4,7 +4,7 @@ fails here; the budgets come down as the host work lands (the goal: 60 a collect
 
 import pytest
 
-from yahtzee_lightning.algorithms.op_count import count_ops, recipe_args
+from yahtzee_lightning.loop.op_count import count_ops, recipe_args
 
 #: Operators per collection step and per update without logging, counted on 2026-11-28, session 27
 #: (186/690, 185/704, 185/6901; a 2 % margin for a library's own operators to move). Each row now

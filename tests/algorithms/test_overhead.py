@@ -135,7 +135,7 @@ def test_eval_mode_restores_training_and_leaves_eval_alone():
 def test_collection_plays_the_batch_torchrl_rollout_plays(kwargs):
     from torchrl.envs.utils import ExplorationType, set_exploration_type
 
-    from yahtzee_lightning.algorithms.collection import _mix
+    from yahtzee_lightning.loop.collection import _mix
 
     model = bare_model(**kwargs)
     batch = model.collect().clone()

@@ -7,8 +7,8 @@ from quick_fit import fit_quietly
 from test_ensemble import TINY
 
 from yahtzee_lightning.algorithms import A2C, PPO, AnchoredPPO, Distill, Reinforce
-from yahtzee_lightning.algorithms.op_count import count_ops
-from yahtzee_lightning.algorithms.packed import PackAdam, clip_members
+from yahtzee_lightning.loop.op_count import count_ops
+from yahtzee_lightning.loop.packed import PackAdam, clip_members
 
 # Members that differ in everything a packed update maps per member: seed, learning rate, clipping
 # and the entropy schedule.

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from yahtzee_lightning.algorithms.resume import checkpoint_problem, last_checkpoint
 from yahtzee_lightning.cli import main
+from yahtzee_lightning.loop.resume import checkpoint_problem, last_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 # Two boxes in play: 6 steps a game, and the optimal table behind the final evaluation solves in a blink.

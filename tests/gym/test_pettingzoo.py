@@ -8,6 +8,7 @@ from pettingzoo.test import api_test, seed_test
 
 from yahtzee_lightning.game import Rules
 from yahtzee_lightning.gym.pettingzoo import Seat, YahtzeeAECEnv, play_match
+from yahtzee_lightning.resolve import resolve_player
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # PettingZoo's advice to flatten dict observations
@@ -68,8 +69,10 @@ def test_project_players_sit_at_seats(default_table):
     """The optimal player (the solver's table) plays whole matches through the AEC API against the
     greedy and a random player, and wins them."""
     env = YahtzeeAECEnv(3, rules=Rules())
-    seats = {"player_0": Seat("random"), "player_1": Seat("optimal"), "player_2": Seat("greedy")}
+    seats = {f"player_{i}": Seat(resolve_player(name)) for i, name in enumerate(("random", "optimal", "greedy"))}
     for seed in (0, 1):
         scores = play_match(env, seats, seed=seed)
         assert all(g.over for g in env.games.values())
         assert scores["player_1"] > scores["player_0"] and scores["player_1"] > 150
+    with pytest.raises(TypeError, match="resolve_player"):  # names are resolve's: the gym pieces know none
+        Seat("greedy")

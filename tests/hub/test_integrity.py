@@ -120,7 +120,7 @@ def _damage_checkpoint(ckpt: Path, value: float | None = None) -> None:
 
 
 def test_a_damaged_checkpoint_is_refused_by_resume_and_export(tmp_path, capsys):
-    from yahtzee_lightning.algorithms.resume import ResumeError, read_checkpoint
+    from yahtzee_lightning.loop.resume import ResumeError, read_checkpoint
 
     ckpt = _checkpoint(tmp_path)
     assert read_checkpoint(ckpt) is not None
@@ -139,7 +139,7 @@ def test_a_damaged_checkpoint_is_refused_by_resume_and_export(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["export", str(ckpt), str(tmp_path / "agent"), "--games", "0"])
     assert "not finite" in capsys.readouterr().err
-    from yahtzee_lightning.algorithms.resume import resolve_ckpt_path
+    from yahtzee_lightning.loop.resume import resolve_ckpt_path
 
     with pytest.raises(ResumeError, match="run.ckpt: .*not finite"):
         resolve_ckpt_path(str(ckpt), None)
@@ -316,7 +316,7 @@ def test_a_damaged_optimizer_state_or_loop_counter_is_refused_by_resume_and_expo
     """The checkpoint's sha256s cover everything a resume restores, not only the weights: an edited
     optimiser state, schedule or loop counter is named; a NaN in the optimiser's state is refused even
     in a checkpoint written before those sha256s."""
-    from yahtzee_lightning.algorithms.resume import PARTS_DIGEST, ResumeError, resolve_ckpt_path
+    from yahtzee_lightning.loop.resume import PARTS_DIGEST, ResumeError, resolve_ckpt_path
 
     ckpt = _checkpoint(tmp_path)
     intact = torch.load(ckpt, map_location="cpu", weights_only=True)

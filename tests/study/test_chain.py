@@ -10,7 +10,8 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from yahtzee_lightning.algorithms.export import agent_from_checkpoint
+from yahtzee_lightning.algorithms import ALGORITHMS
+from yahtzee_lightning.loop.export import agent_from_checkpoint
 from yahtzee_lightning.study.chain import scratch_twin, start_weights
 from yahtzee_lightning.study.drawing.aggregates import table_improvement
 from yahtzee_lightning.study.drawing.report import beside_the_mean
@@ -138,7 +139,9 @@ def test_each_chained_run_starts_from_its_own_seeds_source_agent(tmp_path, defau
         assert config["model"]["init_args"]["init_from"] == str(out / run.run_dir / "start")
         origin = next(t for t in trials if t.cell == source and seed in t.seeds)  # a pack of both lrs' seeds
         member = origin.members[origin.seeds.index(seed)]
-        expected = agent_from_checkpoint(out / origin.run_dir / "checkpoints" / "last.ckpt", str(member)).net
+        expected = agent_from_checkpoint(
+            out / origin.run_dir / "checkpoints" / "last.ckpt", str(member), algorithms=ALGORITHMS
+        ).net
         started = load_file(out / run.run_dir / "start" / "model.safetensors")
         assert all(torch.equal(started[k], v) for k, v in expected.state_dict().items())
         starts.append(started)

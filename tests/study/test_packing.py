@@ -81,9 +81,10 @@ def test_a_packed_study_has_the_numbers_of_an_unpacked_one_and_a_copied_folder_r
 def _t1_plays_each_packed_cells_own_members(out) -> None:
     """T1's fresh games: each cell of a pack plays its own members (its place in the pack's ensemble),
     not the pack's first cell's, and the cells' cached results do not overwrite each other."""
-    from yahtzee_lightning.algorithms.export import agent_from_checkpoint
-    from yahtzee_lightning.algorithms.resume import last_checkpoint
+    from yahtzee_lightning.algorithms import ALGORITHMS
     from yahtzee_lightning.evaluation import evaluate
+    from yahtzee_lightning.loop.export import agent_from_checkpoint
+    from yahtzee_lightning.loop.resume import last_checkpoint
     from yahtzee_lightning.study.drawing.tables import FRESH_SEED, fresh_scores
     from yahtzee_lightning.study.judging.context import Context
 
@@ -94,7 +95,7 @@ def _t1_plays_each_packed_cells_own_members(out) -> None:
     ckpt = last_checkpoint(out / packed[0].run_dir / "checkpoints")
     for t, got in zip(packed, scores, strict=True):
         for member, seed in zip(t.members, t.seeds, strict=True):
-            agent = agent_from_checkpoint(ckpt, str(member))
+            agent = agent_from_checkpoint(ckpt, str(member), algorithms=ALGORITHMS)
             want = evaluate(
                 agent.player(),
                 TINY["model.init_args.final_eval_games"],

@@ -160,12 +160,13 @@ def _the_report_says_what_it_shows(out: Path, finals: pd.DataFrame) -> None:
     assert "| median |" in t1 and "after the fact" in t1 and "fresh games" in t1 and "no weights" not in t1
     assert (out / "fresh.json").exists()
     # The last checkpoint holds a member's final weights: played again on its final games, it scores the same.
-    from yahtzee_lightning.algorithms.export import agent_from_checkpoint
+    from yahtzee_lightning.algorithms import ALGORITHMS
     from yahtzee_lightning.evaluation import evaluate
+    from yahtzee_lightning.loop.export import agent_from_checkpoint
 
     run = next(p.parent for p in sorted(out.glob("runs/*/*/final.json")) if "members" in json.loads(p.read_text()))
     member = json.loads((run / "final.json").read_text())["members"][1]
-    agent = agent_from_checkpoint(run / "checkpoints" / "last.ckpt", "1")
+    agent = agent_from_checkpoint(run / "checkpoints" / "last.ckpt", "1", algorithms=ALGORITHMS)
     again = evaluate(agent.player(), member["summary"]["games"], member["final_seed"], with_optimal=False, regret=False)
     assert again["summary"]["score"]["mean"] == member["summary"]["score"]["mean"]
     # R1: regret by box and by turn, each summing to the regret per game of every member.

@@ -165,7 +165,7 @@ def test_an_evolved_learning_rate_is_written_into_the_inherited_checkpoint(tmp_p
     assert out["optimizer_states"][0]["param_groups"][0] == {"lr": 0.002, "initial_lr": 0.004}
     assert out["lr_schedulers"][0] == {"base_lrs": [0.004], "_last_lr": [0.002]}
     # sealed anew: what it now holds matches its sha256s, so the member that inherits it resumes from it
-    from yahtzee_lightning.algorithms.resume import PARTS_DIGEST, checkpoint_problem
+    from yahtzee_lightning.loop.resume import PARTS_DIGEST, checkpoint_problem
 
     assert (
         checkpoint_problem(out, "inherited.ckpt") is None and "lr_schedulers" in out["yahtzee_lightning"][PARTS_DIGEST]

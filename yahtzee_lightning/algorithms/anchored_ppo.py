@@ -17,10 +17,10 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
+from ..metrics import masked_mean
 from ..nn import TurnDistribution
 from ..solver import TurnOracle
 from .distill import LabelledPolicy, teacher_terms
-from .policy_gradient import masked_mean
 from .ppo import PPO
 
 

@@ -9,13 +9,16 @@ weights of one update ago. One env per rank, seeded ``seed + rank``. One Lightni
 evaluation interval: the greedy policy plays ``eval_games`` full games in the validation loop,
 and a checkpoint follows.
 
-The class is composed by concern, each part in a module named for it: :mod:`.settings` (checks,
-network, budget, schedules), :mod:`.collection` (the env and the batch), :mod:`.policy_gradient`
-(the pieces of the losses), :mod:`.diagnosis` (regret against the exact oracle),
-:mod:`.evaluation` (the evaluations and their opponents) and :mod:`.ensemble` (K members in one
-run: it comes first, and runs the other parts once per member); what each part uses of the module
-is listed in :mod:`.host`. This module holds the Lightning module itself: its settings, hooks,
-optimizer, and the update loop that ties the parts together.
+The class is composed by concern, each part in a module named for it. The training loop's parts
+(``yahtzee_lightning/loop/``): :mod:`~yahtzee_lightning.loop.settings` (checks, network, budget,
+schedules), :mod:`~yahtzee_lightning.loop.collection` (the env and the batch),
+:mod:`~yahtzee_lightning.loop.diagnosis` (regret against the exact oracle),
+:mod:`~yahtzee_lightning.loop.evaluation` (the evaluations and their opponents),
+:mod:`~yahtzee_lightning.loop.ensemble` (K members in one run: it comes first, and runs the other
+parts once per member) and :mod:`~yahtzee_lightning.loop.packed` (a pack learnt as one update); the
+algorithms' own: :mod:`.policy_gradient` (the pieces of the losses). What each part uses of the
+module is listed in :mod:`~yahtzee_lightning.loop.host`. This module holds the Lightning module
+itself: its settings, hooks, optimizer, and the update loop that ties the parts together.
 """
 
 from __future__ import annotations
@@ -32,19 +35,19 @@ from ..env import keys as K
 from ..env.games import check_capture
 from ..game import N_BOXES, N_KEEPS, Rules
 from ..game.rules import N_ROLLS
+from ..loop.collection import Collection, _Once, _Players, _Updates
+from ..loop.diagnosis import Diagnosis
+from ..loop.ensemble import Ensemble, lightning_log_step
+from ..loop.evaluation import Evaluation
+from ..loop.packed import PackedUpdate
+from ..loop.resume import checkpoint_digest
+from ..loop.settings import Settings
 from ..machine import apply_thread_rule
-from ..metrics import action_counts, mask_diversity, top_k_share
+from ..metrics import action_counts, mask_diversity, masked_mean, top_k_share
 from ..nn import LOG_PROB
 from ..schedules import lr_factor
 from ..solver import TurnOracle
-from .collection import Collection, _Once, _Players, _Updates
-from .diagnosis import Diagnosis
-from .ensemble import Ensemble, lightning_log_step
-from .evaluation import Evaluation
-from .packed import PackedUpdate
-from .policy_gradient import PolicyGradient, masked_mean, read_stats
-from .resume import checkpoint_digest
-from .settings import Settings
+from .policy_gradient import PolicyGradient, read_stats
 
 __all__ = ["OnPolicyAlgorithm", "masked_mean", "read_stats", "_Once", "_Players", "_Updates"]
 
@@ -86,10 +89,11 @@ class OnPolicyAlgorithm(
     with ``reward`` (win, margin, fixed_target, moving_target, score); use features that see the
     opponents (the ``two_player`` preset). ``eval_opponent``: whom the evaluations play (default:
     the training opponent; in self-play, where that would always be about half, ``optimal``).
-    ``ensemble``: K members trained at once, each with its own seed and settings (:mod:`.ensemble`);
+    ``ensemble``: K members trained at once, each with its own seed and settings
+    (:mod:`~yahtzee_lightning.loop.ensemble`);
     ``ensemble_update``: ``loop`` (each member's update in turn: a member learns the same weights,
     to the bit, alone or in any pack) or ``batched`` (every member's update as one computation,
-    equal to the loop's to float tolerance: :mod:`.packed`). ``capture``: the collection's game
+    equal to the loop's to float tolerance: :mod:`~yahtzee_lightning.loop.packed`). ``capture``: the collection's game
     step eager (``none``), compiled (``compile``: ``torch.compile``, any device) or replayed as a
     CUDA graph (``cudagraphs``, CUDA only); the same games, the dice drawn outside the graph.
     """
@@ -289,28 +293,40 @@ class OnPolicyAlgorithm(
         self.learn(self.collect())
 
     def learn(self, batch: TensorDictBase) -> None:
-        """The update on a freshly collected batch, its schedules and, every ``log_every`` updates, its metrics.
+        """The update on a freshly collected batch (:meth:`training_step` plays it: ``collect``,
+        :mod:`yahtzee_lightning.loop.collection`; an ensemble's, :mod:`~yahtzee_lightning.loop.ensemble`,
+        plays every member's games through one stacked forward). One of three routes, each a plain call:
 
-        A batch, followed by name (each hook lives in the mixin its module is named for):
+        * one network: :meth:`learn_network`, below;
+        * an ensemble packed as one update (``ensemble_update: batched``): ``packed_learn``
+          (:mod:`yahtzee_lightning.loop.packed`), every member's :meth:`learn_network` steps at once;
+        * an ensemble member by member: ``learn_member_by_member`` (:mod:`~yahtzee_lightning.loop.ensemble`)
+          calls :meth:`learn_network` as each member in turn (``as_member``: its network, settings,
+          optimiser, schedule), then counts one update.
+        """
+        if not self.in_ensemble():
+            self.learn_network(batch)
+        elif self.packed():
+            self.packed_learn(batch)
+        else:
+            self.learn_member_by_member(batch)
 
-        1. :meth:`training_step` plays it: ``collect`` (:mod:`.collection`; an ensemble's
-           ``collect`` in :mod:`.ensemble` plays every member's games through one stacked forward);
-        2. here, in an ensemble, ``ensemble_learn`` (:mod:`.ensemble`) calls this method once per
-           member, as that member (``as_member``: its network, settings, optimiser, schedule);
-        3. ``entropy_coefs`` and ``gamma`` (:mod:`.settings`): the schedules at this point of training;
-        4. on a logging update only, ``diagnose`` (:mod:`.diagnosis`): the exact regret of the batch;
-        5. ``update`` (the subclass: its loss), built from :mod:`.policy_gradient`'s parts
+    def learn_network(self, batch: TensorDictBase) -> None:
+        """One network's update on its batch, its schedules and, every ``log_every`` updates, its metrics:
+
+        1. ``entropy_coefs`` and ``gamma`` (:mod:`~yahtzee_lightning.loop.settings`): the schedules now;
+        2. on a logging update only, ``diagnose`` (:mod:`~yahtzee_lightning.loop.diagnosis`): the
+           exact regret of the batch;
+        3. ``update`` (the subclass: its loss), built from :mod:`.policy_gradient`'s parts
            (``advantages``, ``evaluate_actions`` under the acting masks, ``policy_gradient_step``),
            each optimiser step through ``step_optimizer`` (backward, clipping, Adam) below;
-        6. the learning-rate schedule steps and ``updates_done`` counts the update;
-        7. on a logging update, the collapse metrics and ``log_dict``.
+        4. the learning-rate schedule steps and ``updates_done`` counts the update;
+        5. on a logging update, :meth:`log_update`: the collapse metrics and ``log_dict``.
 
         The logging-only metrics (the exact regret of :meth:`diagnose`, the KL drift, action
         counts, mask diversity, top-k shares) cost about a fifth of an update; they draw no random
         numbers and change no weight, so skipping them leaves learning the same to the bit.
         """
-        if self.in_ensemble():
-            return self.ensemble_learn(self.learn, batch)
         beta_roll, beta_score = self.entropy_coefs()
         coefs = {"beta_roll": beta_roll, "beta_score": beta_score, "gamma": self.gamma()}
         logs = self.logs_this_update()

@@ -28,10 +28,10 @@ from tensordict import TensorDictBase
 
 from ..env import keys as K
 from ..game.engine import draw
+from ..metrics import masked_mean
 from ..nn import PolicyModule, PolicyValueNet, TurnDistribution, as_played
 from ..solver import TurnOracle, choice_regret
 from .base import OnPolicyAlgorithm
-from .policy_gradient import masked_mean
 
 KEEP_VALUES = "keep_values"  # (32,) the teacher's expected points to come after each keep
 BOX_VALUES = "box_values"  # (13,) ... after scoring each box (-inf where illegal)

@@ -20,12 +20,6 @@ from ..metrics import approx_kl, explained_variance
 from ..nn import VALUE, as_played, eval_mode
 
 
-def masked_mean(x: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
-    """Mean of ``x`` over the entries where ``where`` holds (NaN where none does), without the
-    device-to-host read of boolean indexing."""
-    return (x * where).sum() / where.sum()
-
-
 def read_stats(stats: dict[str, torch.Tensor | float]) -> dict[str, float]:
     """Metrics as floats, the tensors among them read from the device in one transfer."""
     tensors = {k: v for k, v in stats.items() if isinstance(v, torch.Tensor)}
@@ -90,7 +84,8 @@ class PolicyGradient:
     ) -> dict[str, torch.Tensor]:
         """One optimizer step of :meth:`policy_gradient_loss`: the update of REINFORCE and A2C, which
         differ only in the advantage ``A`` and return ``R`` they pass; returns the step's metrics
-        (still on the device). In a packed ensemble every member's step at once (:mod:`.packed`)."""
+        (still on the device). In a packed ensemble every member's step at once
+        (:mod:`~yahtzee_lightning.loop.packed`)."""
         return self.optimizer_step(self.policy_gradient_loss, obs, advantage, returns, coefs)
 
     def policy_gradient_loss(

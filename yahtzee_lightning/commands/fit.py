@@ -7,7 +7,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from ..algorithms.lightning_cli import run_cli
+from ..loop.lightning_cli import run_cli
 
 
 def next_steps(trainer: Any, model: Any) -> str:

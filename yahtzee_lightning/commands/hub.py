@@ -41,14 +41,15 @@ def export_main(argv: list[str] | None = None) -> int:
     from .args import MAX_GAMES, WHY_GAMES, check_count, check_seed
 
     check_count(parser, "--games", args.games, 0, MAX_GAMES, WHY_GAMES)
-    from ..algorithms.export import agent_from_checkpoint, carried_config_of
+    from ..algorithms import ALGORITHMS
     from ..hub.agent import AgentError
+    from ..loop.export import agent_from_checkpoint, carried_config_of
     from ..machine import describe_machine
 
     check_seed(args.seed, parser)
     check_folder_target(Path(args.directory), parser, args.force)
     try:
-        agent = agent_from_checkpoint(args.checkpoint, args.member)
+        agent = agent_from_checkpoint(args.checkpoint, args.member, algorithms=ALGORITHMS)
     except (AgentError, FileNotFoundError) as e:
         parser.error(str(e))
     except pickle.UnpicklingError as e:  # weights_only refused what it read: never fall back to full unpickling

@@ -34,7 +34,6 @@ from ..env.player import Player
 from ..game import N_BOXES, N_KEEPS, Rules
 from ..game.rules import N_ROLLS
 from ..game.single import N_CODES, OPEN, SingleGame
-from ..resolve import resolve_player
 from . import spaces
 from .single import action_index, illegal_reason, make_rules
 
@@ -174,14 +173,19 @@ class YahtzeeAECEnv(AECEnv):
 class Seat:
     """A project player at a seat: ``seat(env, agent)`` is that player's flat action for ``agent``.
 
-    ``player`` is a :class:`~yahtzee_lightning.env.player.Player` or a name for
-    :func:`~yahtzee_lightning.resolve.resolve_player` (``optimal``, ``greedy``, ``random``,
-    ``winseeking``, an agent folder or hub id). It sees what the TorchRL match env shows a seat:
-    its own game and the opponents' cards and scores.
+    ``player`` is a :class:`~yahtzee_lightning.env.player.Player`: a name (``optimal``, ``greedy``,
+    ``random``, ``winseeking``, an agent folder or hub id) becomes one through
+    :func:`~yahtzee_lightning.resolve.resolve_player`, which sits above these envs. It sees what the
+    TorchRL match env shows a seat: its own game and the opponents' cards and scores.
     """
 
-    def __init__(self, player: Player | str, rules: Rules | None = None, device: torch.device | str = "cpu") -> None:
-        self.player = resolve_player(player, rules, device) if isinstance(player, str) else player
+    def __init__(self, player: Player, device: torch.device | str = "cpu") -> None:
+        if isinstance(player, str):
+            raise TypeError(
+                f"Seat({player!r}): a seat takes a Player; make one of a name with "
+                "yahtzee_lightning.resolve.resolve_player(name, rules)"
+            )
+        self.player = player
         self.device = torch.device(device)
 
     def observation(self, env: YahtzeeAECEnv, agent: str) -> TensorDict:

@@ -146,7 +146,8 @@ def source_of(trials: list[Any], cell: str, seed: int, out: Path) -> dict[str, A
 
 def start_weights(run_dir: Path, source: dict[str, Any]) -> Path:
     """The agent a chained run starts from, exported once from its finished source into ``run_dir/start``."""
-    from ..algorithms.export import agent_from_checkpoint
+    from ..algorithms import ALGORITHMS
+    from ..loop.export import agent_from_checkpoint
     from ..manifest import Manifest
     from .records import read_final
 
@@ -157,7 +158,9 @@ def start_weights(run_dir: Path, source: dict[str, Any]) -> Path:
     if read_final(src / "final.json") is None:
         raise RuntimeError(f"start_from: {src} has not finished (no intact final.json); it must train first")
     member = source["member"]
-    agent = agent_from_checkpoint(src / "checkpoints" / "last.ckpt", None if member is None else str(member))
+    agent = agent_from_checkpoint(
+        src / "checkpoints" / "last.ckpt", None if member is None else str(member), algorithms=ALGORITHMS
+    )
     agent.save_pretrained(target)
     Manifest.read(run_dir).add(p.relative_to(run_dir).as_posix() for p in sorted(target.rglob("*")) if p.is_file())
     return target

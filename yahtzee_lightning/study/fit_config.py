@@ -54,7 +54,7 @@ def parse_fit_config(config: dict[str, Any]) -> Any:
     value raises ``ConfigError``, worded in one line as ``fit`` words it."""
     import lightning as L
 
-    from ..algorithms.lightning_cli import _CLI, TRAINER_DEFAULTS
+    from ..loop.lightning_cli import _CLI, TRAINER_DEFAULTS
 
     class _Check(_CLI):
         def before_instantiate_classes(self) -> None:

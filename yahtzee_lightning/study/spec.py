@@ -106,7 +106,7 @@ class _Reader:
             self._parsed[known] = parse_fit_config(config)
             return self._parsed[known]
         except Exception as e:  # ConfigError, worded as fit words it (and what a class path's import raises)
-            from ..algorithms.config_errors import parse_error
+            from ..loop.config_errors import parse_error
 
             self.fail(key, parse_error(str(e)))
 

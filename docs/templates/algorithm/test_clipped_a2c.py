@@ -8,9 +8,9 @@ import pytest
 import torch
 from clipped_a2c import ClippedA2C
 
-from yahtzee_lightning.algorithms.trainer import quiet_trainer
 from yahtzee_lightning.evaluation import play_games, summarize
 from yahtzee_lightning.game import Rules
+from yahtzee_lightning.loop.trainer import quiet_trainer
 
 TINY = {"d_h": 64, "n_layers": 2, "head_hidden": 64, "evaluations": 1, "eval_games": 20, "final_eval_games": 0}
 

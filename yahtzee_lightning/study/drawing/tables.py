@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...algorithms.resume import last_checkpoint
+from ...loop.resume import last_checkpoint
 from ...manifest import file_sha256
 from ..judging.context import (
     THRESHOLD_COLUMNS,
@@ -53,9 +53,10 @@ def fresh_scores(ctx: Context, s: Series) -> pd.DataFrame:
     study folder holds no weights (a report's committed copy), what the cache kept of them, else
     nothing. Cached in ``OUT/fresh.json``, keyed
     by the checkpoint's sha256 too: a run trained again is played again (its old entry dropped)."""
-    from ...algorithms.export import agent_from_checkpoint
+    from ...algorithms import ALGORITHMS
     from ...evaluation import evaluate
     from ...hub import AgentError
+    from ...loop.export import agent_from_checkpoint
 
     path = ctx.out / FRESH
     cache = read_record(path, "computed again") or {}
@@ -78,7 +79,7 @@ def fresh_scores(ctx: Context, s: Series) -> pd.DataFrame:
                 del cache[stale]  # the same member's entry for other weights
             if key not in cache:
                 try:
-                    agent = agent_from_checkpoint(ckpt, None if member is None else str(member))
+                    agent = agent_from_checkpoint(ckpt, None if member is None else str(member), algorithms=ALGORITHMS)
                 except (AgentError, OSError, pickle.UnpicklingError) as e:  # damaged: named, never a traceback
                     raise StudyError(f"{e} (T1 plays each member's last checkpoint again on fresh games)") from None
                 summary = evaluate(agent.player(), games, seed + FRESH_SEED, with_optimal=False, regret=False)

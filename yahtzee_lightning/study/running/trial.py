@@ -27,8 +27,8 @@ import torch
 import yaml
 from lightning.pytorch.loggers import Logger
 
-from ...algorithms.checkpoint import is_run_checkpoint
-from ...algorithms.resume import checkpoint_digest, load_checked
+from ...loop.checkpoint import is_run_checkpoint
+from ...loop.resume import checkpoint_digest, load_checked
 from ...manifest import Manifest
 from ..chain import start_weights
 from ..fit_config import compose
@@ -194,7 +194,7 @@ def trial_config(
     if not saving:  # a trial must leave checkpoints to resume from
         callbacks.append(
             {
-                "class_path": "yahtzee_lightning.algorithms.checkpoint.RunCheckpoint",
+                "class_path": "yahtzee_lightning.loop.checkpoint.RunCheckpoint",
                 "init_args": {
                     "dirpath": str(run_dir / "checkpoints"),
                     "save_last": True,
@@ -323,7 +323,7 @@ def run_trial(config: dict[str, Any], trials: dict[str, dict[str, Any]] | None =
     """
     from ray import tune
 
-    from ...algorithms.lightning_cli import run_cli
+    from ...loop.lightning_cli import run_cli
 
     torch.set_num_threads(1)
     name = tune.get_context().get_trial_name()

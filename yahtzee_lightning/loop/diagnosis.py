@@ -11,9 +11,9 @@ from tensordict import TensorDictBase
 
 from ..env import keys as K
 from ..game.rules import N_ROLLS
+from ..metrics import masked_mean
 from ..nn import carried, distribution, eval_mode
 from ..solver import TurnOracle, choice_regret, load_or_solve
-from .policy_gradient import masked_mean
 
 
 class Diagnosis:

@@ -5,6 +5,7 @@ the study reads its runs' agents through it too)."""
 from __future__ import annotations
 
 import pickle
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,9 @@ if TYPE_CHECKING:
 NET_PREFIX = "net."
 
 
-def agent_from_checkpoint(path: str | Path, member: str | None = None) -> YahtzeeAgent:
+def agent_from_checkpoint(
+    path: str | Path, member: str | None = None, *, algorithms: Mapping[str, type]
+) -> YahtzeeAgent:
     """The network of a Lightning checkpoint (loaded with ``weights_only=True``: no unpickling).
 
     A small adapter over the checkpoint layout: the module's ``hyper_parameters`` give the network's
@@ -24,10 +27,12 @@ def agent_from_checkpoint(path: str | Path, member: str | None = None) -> Yahtze
     ``yahtzee_lightning`` entry (written by ``on_save_checkpoint``) the training facts for the card.
     An ensemble's checkpoint holds every member (under ``members.K.``): ``member`` picks one, by
     index or ``best`` (the best last evaluation), and the card says which and how it was chosen.
+    ``algorithms`` maps the algorithm the checkpoint names to its class
+    (:data:`yahtzee_lightning.algorithms.ALGORITHMS`): its ``network_kwargs`` and ``complete_agent``;
+    one not there (a user's own) is read as the base class reads it.
     """
     import torch
 
-    from .. import algorithms
     from ..hub.agent import AgentFormatError, YahtzeeAgent, check_weights
     from ..nn import PolicyValueNet
 
@@ -37,6 +42,7 @@ def agent_from_checkpoint(path: str | Path, member: str | None = None) -> Yahtze
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
     from .resume import checkpoint_problem
+    from .settings import Settings
 
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
@@ -52,9 +58,9 @@ def agent_from_checkpoint(path: str | Path, member: str | None = None) -> Yahtze
         raise AgentFormatError(f"{path}: {problem}")
     hparams, info = ckpt["hyper_parameters"], dict(ckpt.get("yahtzee_lightning", {}))
     algorithm = info.get("algorithm", "this algorithm")
-    cls = getattr(algorithms, algorithm, None)  # its own network_kwargs; a user's algorithm: the base class's
-    if not (isinstance(cls, type) and issubclass(cls, algorithms.OnPolicyAlgorithm)):
-        cls = algorithms.OnPolicyAlgorithm
+    cls = algorithms.get(algorithm)  # its own network_kwargs; a user's algorithm: the base class's (Settings')
+    if not (isinstance(cls, type) and issubclass(cls, Settings)):
+        cls = Settings
     try:
         net = PolicyValueNet(**cls.network_kwargs(hparams))
     except (TypeError, ValueError) as e:

@@ -152,7 +152,8 @@ class _MemberNet:
 
 
 class PackedUpdate:
-    """The ``ensemble_update: batched`` part of :class:`~.base.OnPolicyAlgorithm` (module docstring)."""
+    """The ``ensemble_update: batched`` part of
+    :class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm` (module docstring)."""
 
     #: Whether the algorithm's update can be packed: each of its optimiser steps through
     #: ``optimizer_step`` (not ``step_optimizer``), its random draws through ``game_orders``, no
@@ -212,7 +213,7 @@ class PackedUpdate:
         return torch.tensor(values, device=self.device)
 
     def packed_learn(self, batch: TensorDictBase) -> None:
-        """One update of every member at once (the loop's ``learn`` member by member, as one)."""
+        """One update of every member at once (``learn_network`` as each member in turn, as one)."""
         logs = self.logs_this_update()
         self.logging_now = logs
         progress = self.progress  # one read of the update counter, not one per member and schedule

@@ -1,7 +1,8 @@
 """What each part of :class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm` reads of the module it is part of.
 
-The base class is composed of parts (``settings.py``, ``collection.py``, ``policy_gradient.py``,
-``diagnosis.py``, ``evaluation.py``, ``ensemble.py``), each a mixin that works on ``self``. What a
+The base class is composed of parts (this folder's ``settings.py``, ``collection.py``,
+``diagnosis.py``, ``evaluation.py``, ``ensemble.py``, ``packed.py``; the algorithms'
+``policy_gradient.py``), each a mixin that works on ``self``. What a
 part uses of ``self`` beyond its own methods (Lightning's attributes, the base's state, another
 part's methods) is listed here, once, as a ``Protocol`` named after the part: a reader of one part
 sees what it needs from the others without reading them, and no part imports the base (which
@@ -60,7 +61,8 @@ class CollectionHost(Part, Protocol):
 
 
 class PolicyGradientHost(Part, Protocol):
-    """:class:`~.policy_gradient.PolicyGradient`: a loss steps through ``optimizer_step`` (the single
+    """:class:`~yahtzee_lightning.algorithms.policy_gradient.PolicyGradient`: a loss steps through
+    ``optimizer_step`` (the single
     run's optimiser step, or every member's at once in a packed update), draws its minibatch
     orders through ``game_orders`` and tells the network its rows' rolls (``batch_rolls``)."""
 
@@ -129,11 +131,9 @@ class EnsembleHost(Part, Protocol):
 
     def log_dict(self, dictionary: Any, *args: Any, **kwargs: Any) -> None: ...
 
-    def packed(self) -> bool: ...
-
     def check_packed_settings(self) -> None: ...
 
-    def packed_learn(self, batch: TensorDictBase) -> None: ...
+    def learn_network(self, batch: TensorDictBase) -> None: ...
 
 
 class PackedHost(Part, Protocol):

@@ -50,10 +50,10 @@ def trainer_overrides(model: Any, trainer_config: dict[str, Any]) -> dict[str, A
     * the progress bar: on stderr with a total, an ETA and the epoch count, on a terminal;
       elsewhere (logs, CI, nohup, SLURM) a progress line every interval (:class:`FitProgressLines`).
     """
-    from .base import OnPolicyAlgorithm
+    from .settings import Settings
 
     out: dict[str, Any] = {}
-    if trainer_config.get("max_epochs") is None and isinstance(model, OnPolicyAlgorithm):
+    if trainer_config.get("max_epochs") is None and isinstance(model, Settings):  # an OnPolicyAlgorithm
         out["max_epochs"] = -1  # "not asked": setup() sets the budget's epoch count
     callbacks = trainer_config.get("callbacks") or []
     callbacks = callbacks if isinstance(callbacks, list) else [callbacks]

@@ -14,7 +14,8 @@ with its own weights. Everything else is the single run's code, run once per mem
 member as ``self.net`` and its settings as ``self.hparams`` (:meth:`Ensemble.as_member`): the
 algorithm's loss, its schedules, its own Adam and learning-rate schedule (one optimiser per
 member), gradient clipping, the diagnostics and the evaluations. So every algorithm built on
-:class:`~.base.OnPolicyAlgorithm` gets an ensemble without code of its own, and a member learns
+:class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm` gets an ensemble without code of its
+own, and a member learns
 as the single run with its settings would, independently of the others: its weights start from
 its own seed, its games' dice come from its own generator, its action samples, minibatch orders
 and dropout masks from another generator of its own (seeded from its seed, as a single run's),
@@ -113,7 +114,8 @@ def parse_members(spec: Any, base_seed: int) -> list[dict[str, Any]] | None:
 
 
 class Ensemble:
-    """The ensemble's part of :class:`~.base.OnPolicyAlgorithm` (see the module's docstring).
+    """The ensemble's part of :class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm` (see the
+    module's docstring).
 
     ``self.members`` is None in a single run; in an ensemble an ``nn.ModuleList`` of the K
     networks, and ``self.net`` is the network of the member being worked on (member 0 outside
@@ -288,15 +290,14 @@ class Ensemble:
         n = self.hparams.games_per_batch
         return batch[k * n : (k + 1) * n]
 
-    def ensemble_learn(self, learn: Any, batch: TensorDictBase) -> None:
-        """Each member's update on its own games, all at the same progress; then one update counted.
-        (``ensemble_update: batched``: every member's at once, :mod:`.packed`.)"""
-        if self.packed():
-            return self.packed_learn(batch)
+    def learn_member_by_member(self, batch: TensorDictBase) -> None:
+        """Each member's update (the host's ``learn_network``) on its own games, all at the same
+        progress; then one update counted. (``ensemble_update: batched``: every member's at once,
+        ``packed_learn`` in :mod:`.packed`.)"""
         done = int(self.updates_done)
         for k in range(self.ensemble_size):
             with self.as_member(k):
-                learn(self.member_batch(batch, k))
+                self.learn_network(self.member_batch(batch, k))
                 self.updates_done.fill_(done)  # the next member's schedules see the same progress
         self.updates_done.fill_(done + 1)
         self._write_steps()
