@@ -36,9 +36,12 @@ def test_a_recipe_class_path_and_a_pickle_of_the_old_path_load():
     assert pickle.loads(old) is SameRunOnEveryRank
 
 
-def test_the_old_module_paths_are_gone_from_the_recipes():
+def test_the_recipes_keep_the_callbacks_public_path_so_committed_studies_keep_their_cell_ids():
+    """A study's cell id hashes its composed config, callbacks included: a recipe that renamed its
+    ``RunCheckpoint`` path would give every cell of a committed study a new id, and ``study run``
+    would train its finished runs again. The recipes name the public path, which the alias keeps."""
     from pathlib import Path
 
     conf = Path(__file__).parents[2] / "conf"
-    old = [str(p) for p in conf.rglob("*.yaml") if "yahtzee_lightning.algorithms.checkpoint" in p.read_text()]
-    assert not old, f"recipes naming the old path: {old}"
+    moved = [str(p) for p in conf.rglob("*.yaml") if "yahtzee_lightning.loop." in p.read_text()]
+    assert not moved, f"recipes naming the loop's own path: {moved}"

@@ -7,7 +7,7 @@ import urllib.request
 import pytest
 import torch
 
-from yahtzee_lightning.coach.server import hold_pattern
+from yahtzee_lightning.coach.handler import hold_pattern
 from yahtzee_lightning.game import Rules
 from yahtzee_lightning.solver import TurnOracle, load_or_solve
 

@@ -5,7 +5,8 @@ import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from yahtzee_lightning.coach.server import MAX_BODY, MAX_GAMES
+from yahtzee_lightning.coach.connections import MAX_BODY
+from yahtzee_lightning.coach.server import MAX_GAMES
 
 OTHER = "127.0.0.2"  # a second client address on the loopback range
 

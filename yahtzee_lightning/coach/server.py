@@ -38,10 +38,7 @@ refused with 503), so no client can evict another's game in progress.
 
 from __future__ import annotations
 
-import io
-import json
 import math
-import re
 import selectors
 import socket
 import threading
@@ -51,28 +48,23 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, HTTPServer
-from importlib.resources import files
+from http.server import HTTPServer
 from typing import Any
 from uuid import uuid4
 
-from ..game import N_DICE
-from ..untrusted import parse_json
 from .advice import parse_box
+from .connections import _Client, _Pending, head_end, request_complete
 from .game import CoachedGame, Decision, summary, verdict
+from .handler import ApiError, _Handler, hold_pattern
 
 MAX_GAMES = 64  # games held; past this many, a new game takes the place of a finished or idle one
 GAME_IDLE = 600.0  # seconds without a request before a game in progress may give its place to a new one
 MAX_SEED = 2**32  # a game's seed, as the CLI's --seed: well inside torch's 64-bit generator
 HOST = "127.0.0.1"
-MAX_BODY = 16 * 1024  # bytes; the API's bodies are a few dozen
-MAX_DEPTH = 4  # JSON nesting: an object holding a list is 2
 REQUEST_DEADLINE = 10.0  # seconds for a request's headers and body to arrive, all reads together
-WRITE_TIMEOUT = 10.0  # seconds a reply may wait on a client that does not read it
 WORKERS = 16  # threads answering whole requests (reading them takes none: one selector thread)
 BACKLOG = 512  # connections the kernel holds until they are accepted
 FIRST_BYTE = 2.0  # seconds a new connection may stay silent before it is closed
-MAX_HEAD = 64 * 1024  # bytes of request line and headers: a longer head goes to the handler, which refuses it
 MAX_OPEN = 1024  # connections open at once; past it, the oldest one whose request is unfinished is dropped
 #: One client address at a time: at most this many of its whole requests are being answered (the rest
 #: wait their turn, holding no worker), and at most ``PER_CLIENT_OPEN`` of its connections are unread
@@ -80,32 +72,6 @@ MAX_OPEN = 1024  # connections open at once; past it, the oldest one whose reque
 #: of connections then delays only itself.
 PER_CLIENT_ACTIVE = 16
 PER_CLIENT_OPEN = 256
-
-
-class ApiError(Exception):
-    def __init__(self, status: HTTPStatus, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def hold_pattern(hold: Any) -> int:
-    """Keep pattern of the held die positions (``[0, 3]`` holds the first and the fourth sorted die)."""
-    if not isinstance(hold, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in hold):
-        raise ValueError(f"'hold' must be a list of die positions 0..{N_DICE - 1}, got {hold!r}")
-    if any(not 0 <= i < N_DICE for i in hold) or len(set(hold)) != len(hold):
-        raise ValueError(f"'hold' must name distinct die positions 0..{N_DICE - 1}, got {hold!r}")
-    return sum(1 << i for i in hold)
-
-
-def body_length(values: list[str]) -> int:
-    """The request's ``Content-Length`` (0 when absent), or a 400 that says what is wrong with it."""
-    if len(set(values)) > 1:
-        raise ApiError(HTTPStatus.BAD_REQUEST, f"conflicting Content-Length headers {values}")
-    if not values:
-        return 0
-    if not re.fullmatch(r"\d{1,18}", values[0].strip()):
-        raise ApiError(HTTPStatus.BAD_REQUEST, f"Content-Length must be a byte count, got {values[0][:40]!r}")
-    return int(values[0])
 
 
 class CoachServer(HTTPServer):
@@ -351,170 +317,3 @@ class CoachServer(HTTPServer):
                 raise ValueError(f"'box' must be a box name, got {box!r}")
             return self.view(game_id, game.score(parse_box(box)))
         raise ApiError(HTTPStatus.NOT_FOUND, f"no API route {method} {path}")
-
-
-class _Client:
-    """One client address's connections: open (accepted, not yet closed), active (being answered) and
-    waiting (their turn to come)."""
-
-    def __init__(self) -> None:
-        self.open = self.active = 0
-        self.waiting: deque[tuple[Any, Any]] = deque()
-
-
-class _Pending:
-    """A connection whose request is being read: its bytes so far, and by when they must come."""
-
-    def __init__(self, sock: socket.socket, address: Any, first_by: float, deadline: float) -> None:
-        self.sock, self.address, self.first_by, self.deadline = sock, address, first_by, deadline
-        self.host = address[0] if isinstance(address, tuple) else str(address)
-        self.data = b""
-
-    def due(self) -> float:
-        return min(self.first_by, self.deadline)
-
-
-def head_end(data: bytes) -> int:
-    """Where a request's head ends (the index after its blank line), or -1 while it has not."""
-    for blank in (b"\r\n\r\n", b"\n\n"):
-        if (i := data.find(blank)) >= 0:
-            return i + len(blank)
-    return -1
-
-
-def request_complete(data: bytes) -> bool:
-    """Whether ``data`` is a whole request (its head and the body its ``Content-Length`` names), or
-    one that the handler refuses as it is (a head too long, a bad length, a body too large)."""
-    end = head_end(data)
-    if end < 0:
-        return len(data) > MAX_HEAD
-    head = data[:end]
-    if re.search(rb"(?im)^transfer-encoding:", head):
-        return True
-    lengths = {v.strip() for v in re.findall(rb"(?im)^content-length:(.*)$", head)}
-    if not lengths:
-        return True
-    if len(lengths) > 1 or not re.fullmatch(rb"\d{1,18}", next(iter(lengths))):
-        return True
-    length = int(next(iter(lengths)))
-    return length > MAX_BODY or len(data) >= end + length
-
-
-class _DeadlineReader(io.RawIOBase):
-    """A connection's incoming bytes: first those the reader thread read (``read``), then the
-    socket's, each read waiting only for what is left of the request's deadline (a per-read timeout
-    alone lets a client that sends a byte now and then hold on forever)."""
-
-    def __init__(self, sock: socket.socket, deadline: float, read: bytes = b"") -> None:
-        super().__init__()
-        self.sock, self.deadline = sock, deadline
-        self.read_ahead = read
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        if self.read_ahead:
-            n = min(len(buffer), len(self.read_ahead))
-            buffer[:n] = self.read_ahead[:n]
-            self.read_ahead = self.read_ahead[n:]
-            return n
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the request did not arrive before its deadline")
-        self.sock.settimeout(left)
-        return self.sock.recv_into(buffer)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: CoachServer
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet: the terminal shows the URL only
-        pass
-
-    def _send(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
-        self.connection.settimeout(WRITE_TIMEOUT)  # the reading deadline no longer applies
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _json(self, status: HTTPStatus, obj: Any) -> None:
-        self._send(status, json.dumps(obj).encode(), "application/json")
-
-    def setup(self) -> None:
-        super().setup()
-        read, deadline = self.server._read.pop(self.connection, (b"", time.monotonic() + self.server.request_deadline))
-        self.rfile.close()  # the plain reader: its hold on the socket would delay the socket's close
-        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, deadline, read))
-
-    def _refuse(self, status: HTTPStatus, message: str) -> None:
-        self.close_connection = True  # an unread body must not be taken for the next request
-        self._json(status, {"error": message})
-
-    def _check_origin(self) -> None:
-        """Only the page's own requests: the Host is the address served, and so is the Origin if sent."""
-        hosts = self.server.hosts
-        host = self.headers.get("Host")
-        if host not in hosts:
-            raise ApiError(HTTPStatus.FORBIDDEN, f"Host {host!r} is not this server's address {self.server.url}")
-        origin = self.headers.get("Origin")
-        if origin is not None and origin.removeprefix("http://") not in hosts:
-            raise ApiError(HTTPStatus.FORBIDDEN, f"Origin {origin!r} is not this server's page {self.server.url}")
-
-    def _body(self) -> dict[str, Any]:
-        """The request's JSON object (``{}`` without a body), read only when it is small enough."""
-        if self.headers.get("Transfer-Encoding"):
-            raise ApiError(HTTPStatus.BAD_REQUEST, "Transfer-Encoding is not supported: send a Content-Length")
-        length = body_length(self.headers.get_all("Content-Length") or [])
-        if length > MAX_BODY:
-            raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"the body must be at most {MAX_BODY} bytes")
-        try:
-            raw = self.rfile.read(length) if length else b""
-        except TimeoutError:
-            raw = b""
-        if len(raw) < length:  # the client went silent (or away, or too slow) before sending all it announced
-            wait = self.server.request_deadline
-            raise ApiError(
-                HTTPStatus.REQUEST_TIMEOUT,
-                f"the body did not arrive: {length} bytes announced, not all sent within {wait:g} s of the request",
-            )
-        body = parse_json(raw, "the request body", max_depth=MAX_DEPTH) if raw else {}
-        if not isinstance(body, dict):
-            raise ValueError("the request body must be a JSON object")
-        return body
-
-    def _api(self, method: str) -> None:
-        try:
-            body = self._body()
-            with self.server.lock:
-                out = self.server.handle_api(method, self.path.split("?")[0], body)
-        except ApiError as e:
-            self._refuse(e.status, str(e))
-        except ValueError as e:
-            self._refuse(HTTPStatus.BAD_REQUEST, str(e))
-        else:
-            self._json(HTTPStatus.OK, out)
-
-    def _route(self, method: str) -> None:
-        path = self.path.split("?")[0]
-        try:
-            self._check_origin()
-        except ApiError as e:
-            self._refuse(e.status, str(e))
-        else:
-            if method == "GET" and path in ("/", "/index.html"):
-                page = files(__package__).joinpath("static", "index.html").read_bytes()
-                self._send(HTTPStatus.OK, page, "text/html; charset=utf-8")
-            elif path.startswith("/api/"):
-                self._api(method)
-            else:
-                self._refuse(HTTPStatus.NOT_FOUND, f"no page {path}")
-
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-        self._route("GET")
-
-    def do_POST(self) -> None:  # noqa: N802
-        self._route("POST")
