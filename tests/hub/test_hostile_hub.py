@@ -57,15 +57,7 @@ def test_a_hostile_hub_is_refused_in_one_line_and_nothing_is_written_outside(tmp
     before = _files(tmp_path)
     hub.state.hostile = lie
     home = tmp_path / "a" / "b" / "hf_home"  # a cache whose ../../x is the user's folder
-    env = dict(hub_env, HF_HOME=str(home))
-    run = subprocess.run(
-        [sys.executable, "-c", PULL, "pull", "alice/tiny", str(tmp_path / "pulled")],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = _pull(tmp_path, dict(hub_env, HF_HOME=str(home)))
     assert run.returncode != 0
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1, run.stderr[-2000:]

@@ -253,6 +253,17 @@ def sees_opponents(names: str | Sequence[str]) -> bool:
     return bool(OPPONENT_FEATURES & set(resolve_features(names)))
 
 
+#: The published code's single-turn features, in its order: the first seven of its full-game ten.
+PAPER_SINGLE_TURN = (
+    "dice_onehot",
+    "dice_counts",
+    "rolls_used",
+    "phase",
+    "has_earned_yahtzee",
+    "available_categories",
+    "percent_progress_towards_bonus",
+)
+
 PRESETS: dict[str, tuple[str, ...]] = {
     "single_turn": ("dice_combined", "card_mask", "bonus_progress", "roll_onehot"),
     "full_game": ("dice_combined", "card_mask", "bonus_progress", "roll_onehot", "turn_progress", "potentials"),
@@ -267,28 +278,9 @@ PRESETS: dict[str, tuple[str, ...]] = {
         "opponent_progress",
     ),
     # The published code's ten features, in its order (its full-game recipes).
-    "paper": (
-        "dice_onehot",
-        "dice_counts",
-        "rolls_used",
-        "phase",
-        "has_earned_yahtzee",
-        "available_categories",
-        "percent_progress_towards_bonus",
-        "potential_scoring_opportunities",
-        "game_progress",
-        "will_receive_bonus_if_chosen",
-    ),
+    "paper": (*PAPER_SINGLE_TURN, "potential_scoring_opportunities", "game_progress", "will_receive_bonus_if_chosen"),
     # Its single-turn recipe's seven.
-    "paper_single_turn": (
-        "dice_onehot",
-        "dice_counts",
-        "rolls_used",
-        "phase",
-        "has_earned_yahtzee",
-        "available_categories",
-        "percent_progress_towards_bonus",
-    ),
+    "paper_single_turn": PAPER_SINGLE_TURN,
     "all": (
         "dice_combined",
         "card_mask",
