@@ -150,3 +150,21 @@ def test_a_report_before_any_run_finished_lists_the_hypotheses_it_will_test(tmp_
     index = write_report(tmp_path).read_text()
     assert "No member has finished yet" in index
     assert "* H1: A2C (TD(0)) performs better than REINFORCE (claim 1) (a2c vs reinforce, mean_score, greater)" in index
+
+
+def test_describe_writes_each_hypothesis_in_words():
+    from yahtzee_lightning.commands.study import describe
+
+    study = load_study(ROOT / "conf" / "study" / "paper_code.yaml", "smoke")
+    text = describe(study)
+    directions = {h.id: h.direction for h in study.hypotheses.values()}
+    assert {"equal", "greater", "either"} <= set(directions.values())
+    for hid, direction in directions.items():
+        line = next(x for x in text.splitlines() if x.startswith(f"hypothesis {hid}:"))
+        words = {
+            "greater": " greater than ",
+            "less": " less than ",
+            "either": " different from ",
+            "equal": " equal to ",
+        }
+        assert words[direction] in line, line

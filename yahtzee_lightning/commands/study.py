@@ -152,6 +152,10 @@ def _prose(files: list[str], check: bool) -> int:
     return code
 
 
+#: A hypothesis's direction in words ("C1: a2c greater than reinforce").
+RELATION = {"greater": "greater than", "less": "less than", "either": "different from", "equal": "equal to"}
+
+
 def describe(study) -> str:
     """The study's ablations, their cells (labels, algorithm, budget) and seeds, as text."""
     lines = [f"study {study.name} (profile {study.profile}): {len(study.cells)} cells"]
@@ -165,5 +169,8 @@ def describe(study) -> str:
             lines.append(f"    {cell_id} {text}  [{c.algorithm}, {c.task}, {c.total_games:,} games]")
     lines.append("exhibits: " + ", ".join(study.exhibits))
     for h in study.hypotheses.values():  # the confirmatory tests, as the study file writes them down
-        lines.append(f"hypothesis {h.id}: {h.compare[0]} {h.direction} than {h.second()} ({h.statistic} {h.metric})")
+        relation = {"greater": "greater than", "less": "less than", "either": "different from", "equal": "equal to"}
+        lines.append(
+            f"hypothesis {h.id}: {h.compare[0]} {relation[h.direction]} {h.second()} ({h.statistic} {h.metric})"
+        )
     return "\n".join(lines)
