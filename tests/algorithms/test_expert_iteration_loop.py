@@ -108,6 +108,15 @@ def test_a_killed_loop_resumes_with_the_same_command_and_loses_nothing(tmp_path,
     assert (out / "agent" / "model.safetensors").is_file()
 
 
+def test_the_shipped_loop_config_is_valid_and_teaches_a_wide_student_from_nothing():
+    config = read_loop_config("expert_iteration_loop")  # by name, as from an installed package
+    assert (config.student["settings"]["d_h"], config.student["settings"]["n_layers"]) == (256, 3)
+    stages = [expert_iteration.stage_recipe(config, Path("out"), k)["model"]["init_args"] for k in (0, 1, 2)]
+    assert [s.get("init_from") for s in stages] == [None, None, str(Path("out/stage_1/agent").resolve())]
+    assert all(s["final_eval_games"] == 0 and s["diagnose_games"] == 0 for s in stages)  # never the table
+    assert stages[1]["value_from"] == str(Path("out/stage_0/agent").resolve()) and stages[1]["lr"] == 0.001
+
+
 def test_a_resume_under_another_config_is_refused_before_training(tmp_path, capsys):
     first = read_loop_config(str(loop_config(tmp_path)))
     (tmp_path / "loop").mkdir()
@@ -131,6 +140,7 @@ def test_a_resume_under_another_config_is_refused_before_training(tmp_path, caps
         ({"eval_games": 0}, "eval_games must be"),
         ({"value_updates__after": [2]}, "between stages 1..1"),
         ({"eval_seed": 1}, "eval_seed 1 is a seed of other games"),
+        ({"value_updates__games_from": "optimal"}, "games_from must be one of"),
         ({"stage_count": 3}, "unknown settings ['stage_count']"),
         # Settings by which the loop would read the exact table, or start from an agent made elsewhere:
         ({"student__settings": {"diagnose_games": 4}}, "diagnose_games 4: would read the exact table"),

@@ -183,7 +183,8 @@ def value_entry(agent: Path) -> dict[str, Any]:
 
 def learn_value(config: Any, out: Path, stage: int) -> dict[str, Any]:
     """Stage 0: the value learned from its games; a stage on the schedule: its TD rounds go on from the
-    value the stage carries, on stage 0's games (turn-value's own function, never its diagnostic)."""
+    value the stage carries, on stage 0's games or the stage's own (turn-value's own function, never
+    its diagnostic: the exact table is not read)."""
     import yaml
 
     from . import turn_value
@@ -197,8 +198,9 @@ def learn_value(config: Any, out: Path, stage: int) -> dict[str, Any]:
         return {"updated": True, "resumed": "the value was written before the loop recorded it"}
     settings: dict[str, Any] = {**config.value, "agent": str(agent)}
     if stage > 0:
-        settings |= {"games_from": str(out / STAGE_FOLDER.format(0) / "agent"), "warm_start": True}
-        settings |= {"td_rounds": config.value_updates["td_rounds"]}
+        settings |= {"warm_start": True, "td_rounds": config.value_updates["td_rounds"]}
+        if config.value_updates.get("games_from", "self_play") == "self_play":  # else the stage's own games
+            settings["games_from"] = str(out / STAGE_FOLDER.format(0) / "agent")
     recipe.write_text(yaml.safe_dump(settings, sort_keys=False), encoding="utf-8")
     code = turn_value.main(["--config", str(recipe), "--no-diagnostic", "--device", config.device])
     if code:

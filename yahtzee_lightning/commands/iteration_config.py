@@ -14,6 +14,8 @@ from typing import Any
 #: loop sets itself: ``warm_start``, and where the games come from).
 VALUE_KEYS = ("games", "seed", "hidden", "layers", "epochs", "lr", "batch_size", "td_rounds", "td_epochs")
 VALUE_KEYS += ("td_holdout", "td_keep", "play")
+#: Whose games a value update's TD rounds go on over: stage 0's (the measured recipe), or the stage's own.
+GAMES_FROM = ("self_play", "stage")
 #: Fit settings the loop sets itself, never a config: where a stage starts from and whose search teaches it.
 LOOP_SET = ("init_from", "value_from", "total_games")
 #: Algorithms whose teacher is the exact table (or an oracle's labels): never the loop's self-play stage.
@@ -62,7 +64,8 @@ TOP = {
     "student": "recipe, settings and first_lr of the network the search teaches",
     "stages": "search-taught stages after stage 0",
     "games_per_stage": "games of each search-taught stage",
-    "value_updates": "after: the stages after which the value's TD rounds go on; td_rounds: how many",
+    "value_updates": "after: the stages after which the value's TD rounds go on; td_rounds: how many; "
+    "games_from: self_play (stage 0's games, default) or stage (the stage's own)",
     "eval_games": "held-back games each stage's progress line plays (network alone and search)",
     "eval_seed": "their seed: none of the training's games",
     "judge_games": "the protocol's games (seed 0) the final agent is judged on against the optimum, for its card",
@@ -70,17 +73,19 @@ TOP = {
 SECTIONS = {
     "self_play": ("recipe", "games", "settings"),
     "student": ("recipe", "settings", "first_lr"),
-    "value_updates": ("after", "td_rounds"),
+    "value_updates": ("after", "td_rounds", "games_from"),
     "value": VALUE_KEYS,
 }
 
 
 def read_loop_config(path: str) -> LoopConfig:
     """The loop config at ``path``, checked: unknown keys, zero budgets and exact-table readers refused."""
+    from ..shipped import config_path
     from ..untrusted import read_yaml
 
     where = f"--config {path}"
     try:
+        path = config_path(path)  # a file, else the shipped config of that name
         data = read_yaml(path, where) or {}
     except (OSError, ValueError) as e:
         raise LoopConfigError(f"{where}: cannot read it ({e})") from None
@@ -130,6 +135,11 @@ def check_budgets(config: LoopConfig, where: str) -> None:
         )
     if config.eval_seed == 0 or config.eval_seed == config.value.get("seed", 0):
         raise LoopConfigError(f"{where}: eval_seed {config.eval_seed} is a seed of other games: choose another")
+    if config.value_updates.get("games_from", "self_play") not in GAMES_FROM:
+        raise LoopConfigError(
+            f"{where}: value_updates.games_from must be one of {list(GAMES_FROM)}, "
+            f"got {config.value_updates['games_from']!r}"
+        )
     first_lr = config.student.get("first_lr")
     if first_lr is not None and not (isinstance(first_lr, (int, float)) and first_lr > 0):
         raise LoopConfigError(f"{where}: student.first_lr must be > 0, got {first_lr!r}")
