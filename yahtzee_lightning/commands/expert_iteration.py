@@ -43,20 +43,24 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
     from ..manifest import FolderBusy, folder_lock
+    from .args import device_from_args
     from .iteration_config import LoopConfigError, read_loop_config
     from .iteration_record import LoopState
 
     try:
         config = read_loop_config(args.config)
-        out = Path(config.out)
-        if out.exists() and not out.is_dir():
-            parser.error(f"out: {out} exists and is not a folder")
-        out.mkdir(parents=True, exist_ok=True)
-        state = LoopState(out, config.digest(), config.raw)
-    except (LoopConfigError, ValueError) as e:
+    except LoopConfigError as e:
         parser.error(str(e))
+    device_from_args(config.device, parser)  # a GPU asked for where there is none: now, not after stage 0
     if args.stop_after is not None and not 0 <= args.stop_after <= config.stages:
         parser.error(f"--stop-after {args.stop_after}: the stages are 0..{config.stages}")
+    out = Path(config.out)
+    if out.exists() and not out.is_dir():
+        parser.error(f"out: {out} exists and is not a folder")
+    try:
+        state = LoopState(out, config.digest(), config.raw)  # another config's loop there: refused here
+    except ValueError as e:
+        parser.error(str(e))
     command = shlex.join(["yahtzee-lightning", "expert-iteration", *argv])
     try:
         with folder_lock(out, "yahtzee-lightning expert-iteration"):
@@ -73,6 +77,7 @@ def run_loop(config: Any, state: Any, out: Path, stop_after: int | None, command
     finished = [row["stage"] for row in state.history()]
     if finished:
         print(f"resuming {out}: stages {finished[0]}..{finished[-1]} finished", file=sys.stderr)
+        write_history(out, state.history())  # a kill may have come between a stage's record and its history
     for stage in range(config.stages + 1):
         if state.done(stage, "evaluate") is None:
             run_stage(config, state, out, stage)
@@ -115,7 +120,8 @@ def stage_recipe(config: Any, out: Path, stage: int) -> dict[str, Any]:
     recipe = copy.deepcopy(recipe_model(spec["recipe"], config.path, "self_play" if stage == 0 else "student"))
     folder = (out / STAGE_FOLDER.format(stage)).resolve()
     trainer = recipe.setdefault("trainer", {})
-    trainer["accelerator"] = "gpu" if str(config.device).startswith("cuda") else "cpu"
+    kind = str(config.device).split(":")[0]
+    trainer["accelerator"] = {"cuda": "gpu", "mps": "mps"}.get(kind, "cpu")
     trainer["devices"] = 1
     loggers = trainer.get("logger")
     for logger in loggers if isinstance(loggers, list) else [loggers]:
