@@ -82,8 +82,8 @@ def test_the_loop_runs_from_nothing_to_an_agent_without_the_exact_table(tmp_path
     assert (out / "agent" / "loop.yaml").is_file()  # the recipe beside the weights
 
 
-def test_a_killed_loop_resumes_with_the_same_command_and_loses_nothing(tmp_path, monkeypatch, capsys):
-    config = loop_config(tmp_path)
+def test_a_killed_loop_resumes_with_the_same_command_and_loses_nothing(tmp_path, monkeypatch, capsys, default_table):
+    config = loop_config(tmp_path, judge_games=6)  # judged at the end: the exact table, read once the loop is done
     out = tmp_path / "loop"
     assert expert_iteration.main(["--config", str(config), "--stop-after", "1"]) == 0
     assert not (out / "stage_2").exists() and not (out / "agent").exists()
@@ -105,7 +105,8 @@ def test_a_killed_loop_resumes_with_the_same_command_and_loses_nothing(tmp_path,
     assert [line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith("stage ")] == ["2/2"]
     assert {stage: digests(out / f"stage_{stage}") for stage in (0, 1)} == before
     assert [json.loads(line)["stage"] for line in (out / "history.jsonl").read_text().splitlines()] == [0, 1, 2]
-    assert (out / "agent" / "model.safetensors").is_file()
+    card = (out / "agent" / "README.md").read_text()  # both numbers on the judged agent's card
+    assert "| statistic | lookahead | network alone |" in card and "## Evaluation against the exact optimum" in card
 
 
 def test_the_shipped_loop_config_is_valid_and_teaches_a_wide_student_from_nothing():

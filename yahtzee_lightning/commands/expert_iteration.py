@@ -4,9 +4,10 @@ Stage 0: a network learns from its own games (a self-play ``fit``), is exported,
 value is learned from its games (``turn-value``). Then each stage: a student learns from the search
 of the last stage's value (an ``ExpertIteration`` fit: the first from a random network, the next
 from the last), is exported, and, on the config's schedule, the value's TD rounds go on (a warm
-``turn-value`` on stage 0's games). After every stage a progress line (the network alone and its
-search on held-back games, the value's held-out error), the history and its figure. No exact table
-and no oracle label: the table is read only at the end, to judge the agent for its card.
+``turn-value`` on stage 0's games, or the stage's own). After every stage a progress line (the
+network alone and its search on held-back games, the value's held-out error), the history and its
+figure. No exact table and no oracle label: the table is read only at the end, to judge the agent
+for its card.
 
 Every step's files are its verb's (a stage's ``last.ckpt``, the value's rounds file), and
 ``loop_state.json`` records each finished step: the same command resumes a killed loop where it
