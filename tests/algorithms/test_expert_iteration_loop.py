@@ -143,6 +143,8 @@ def test_a_resume_under_another_config_is_refused_before_training(tmp_path, caps
         ({"eval_seed": 1}, "eval_seed 1 is a seed of other games"),
         ({"value_updates__games_from": "optimal"}, "games_from must be one of"),
         ({"stage_count": 3}, "unknown settings ['stage_count']"),
+        ({"student__settings": {"dh": 3}}, "unknown key 'dh'"),  # fit's own check, before stage 0 trains
+        ({"value__td_keep": "first"}, "td_keep must be one of"),
         # Settings by which the loop would read the exact table, or start from an agent made elsewhere:
         ({"student__settings": {"diagnose_games": 4}}, "diagnose_games 4: would read the exact table"),
         ({"self_play__settings": {"final_eval_games": 10}}, "final_eval_games 10: would read the exact table"),

@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     device_from_args(config.device, parser)  # a GPU asked for where there is none: now, not after stage 0
     if args.stop_after is not None and not 0 <= args.stop_after <= config.stages:
         parser.error(f"--stop-after {args.stop_after}: the stages are 0..{config.stages}")
+    check_stages(config)  # a misspelt stage setting: now, not hours later when its stage starts
     out = Path(config.out)
     if out.exists() and not out.is_dir():
         parser.error(f"out: {out} exists and is not a folder")
@@ -75,6 +76,7 @@ def run_loop(config: Any, state: Any, out: Path, stop_after: int | None, command
     """Every stage not finished yet, then the agent; the progress line of each stage as it ends."""
     from .iteration_record import stage_line, write_history
 
+    print(plan_line(config), file=sys.stderr)
     finished = [row["stage"] for row in state.history()]
     if finished:
         print(f"resuming {out}: stages {finished[0]}..{finished[-1]} finished", file=sys.stderr)
@@ -94,6 +96,50 @@ def run_loop(config: Any, state: Any, out: Path, stop_after: int | None, command
         state.record(config.stages + 1, "agent", {"seconds": round(time.perf_counter() - started, 1)})
     print(f"agent: {out / 'agent'} (history {out / 'history.jsonl'}, figure {out / 'stages.png'})")
     return 0
+
+
+def check_stages(config: Any) -> None:
+    """Parse the fit recipe of stage 0 and of a search-taught stage as fit would (``--print_config``:
+    nothing is built or written), and the value's settings: a bad key or value ends here in one line."""
+    import contextlib
+    import io
+    import tempfile
+
+    import yaml
+
+    from ..loop.lightning_cli import run_cli
+    from ..players.lookahead import ValueSettings
+
+    try:
+        ValueSettings(**config.value)
+    except (TypeError, ValueError) as e:
+        print(f"yahtzee-lightning expert-iteration: error: --config {config.path}: value: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    with tempfile.TemporaryDirectory(prefix="yahtzee-lightning-loop-") as folder:
+        for stage in (0, 1):
+            recipe = Path(folder) / f"stage_{stage}.yaml"
+            recipe.write_text(yaml.safe_dump(stage_recipe(config, Path(folder), stage), sort_keys=False))
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    run_cli(["fit", "--config", str(recipe), "--print_config"])
+            except SystemExit as e:  # fit has said why, in one line, where it was a bad setting
+                if e.code:
+                    raise
+
+
+def plan_line(config: Any) -> str:
+    """What the loop will run, in one line, before it runs it."""
+    from ..players.lookahead import ValueSettings
+
+    value = ValueSettings(**{k: v for k, v in config.value.items() if k in ("games", "td_rounds")})
+    updates = config.value_updates
+    after = ", ".join(map(str, updates["after"])) or "none"
+    return (
+        f"plan: stage 0 self-play {config.self_play['games']:,} games, its value "
+        f"{value.td_rounds} TD rounds on {value.games:,} games; "
+        f"{config.stages} stages of {config.games_per_stage:,} games taught by the search; "
+        f"{updates['td_rounds']} more TD rounds after stages {after}; {config.eval_games:,} held-back games a stage"
+    )
 
 
 def run_stage(config: Any, state: Any, out: Path, stage: int) -> None:

@@ -123,7 +123,8 @@ def check_budgets(config: LoopConfig, where: str) -> None:
     _count(where, "judge_games", config.judge_games, 0)
     _count(where, "seed", config.seed, 0)
     _count(where, "self_play.games", config.self_play.get("games"))
-    _count(where, "value.games", config.value.get("games", 50_000))
+    if "games" in config.value:  # else turn-value's default
+        _count(where, "value.games", config.value["games"])
     _count(where, "value_updates.td_rounds", config.value_updates.get("td_rounds"))
     after = config.value_updates.get("after", [])
     if not isinstance(after, list) or any(isinstance(k, bool) or not isinstance(k, int) for k in after):
