@@ -3,6 +3,7 @@ killed, never reading the exact table, and bad settings refused in one line befo
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -116,6 +117,32 @@ def test_the_shipped_loop_config_is_valid_and_teaches_a_wide_student_from_nothin
     assert [s.get("init_from") for s in stages] == [None, None, str(Path("out/stage_1/agent").resolve())]
     assert all(s["final_eval_games"] == 0 and s["diagnose_games"] == 0 for s in stages)  # never the table
     assert stages[1]["value_from"] == str(Path("out/stage_0/agent").resolve()) and stages[1]["lr"] == 0.001
+
+
+def test_a_loop_may_be_extended_but_not_changed():
+    """The state's digest leaves out the stage count (a resume with more stages goes on from the last)
+    and the output folder; any other setting changes it."""
+    config = read_loop_config(str(SMOKE))
+
+    def digest(**changes) -> str:
+        return dataclasses.replace(config, raw={**config.raw, **changes}).digest()
+
+    assert digest() == digest(stages=5) == digest(out="elsewhere")
+    assert digest() != digest(games_per_stage=16) and digest() != digest(seed=1)
+
+
+def test_a_finished_loop_extended_by_a_stage_goes_on_from_its_last(tmp_path, capsys):
+    from yahtzee_lightning.hub import YahtzeeAgent
+
+    out = tmp_path / "loop"
+    assert expert_iteration.main(["--config", str(loop_config(tmp_path, stages=1, value_updates__after=[]))]) == 0
+    first = digests(out / "stage_1")
+    assert expert_iteration.main(["--config", str(loop_config(tmp_path, stages=2, value_updates__after=[]))]) == 0
+    fit = yaml.safe_load((out / "stage_2" / "fit.yaml").read_text())["model"]["init_args"]
+    assert fit["init_from"] == str((out / "stage_1" / "agent").resolve())  # from the last stage, not anew
+    assert digests(out / "stage_1") == first
+    agent = YahtzeeAgent.from_pretrained(out / "agent")  # written again, after the new last stage
+    assert [row["stage"] for row in agent.training["stages"]] == [0, 1, 2]
 
 
 def test_a_resume_under_another_config_is_refused_before_training(tmp_path, capsys):

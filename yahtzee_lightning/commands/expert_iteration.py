@@ -90,10 +90,10 @@ def run_loop(config: Any, state: Any, out: Path, stop_after: int | None, command
         if stop_after == stage and stage < config.stages:
             print(f"stopped after stage {stage} (--stop-after): the same command without it goes on", file=sys.stderr)
             return 0
-    if state.done(config.stages + 1, "agent") is None:
+    if state.agent(config.stages) is None:
         started = time.perf_counter()
         write_agent(config, state, out, command)
-        state.record(config.stages + 1, "agent", {"seconds": round(time.perf_counter() - started, 1)})
+        state.record_agent(config.stages, {"seconds": round(time.perf_counter() - started, 1)})
     print(f"agent: {out / 'agent'} (history {out / 'history.jsonl'}, figure {out / 'stages.png'})")
     return 0
 

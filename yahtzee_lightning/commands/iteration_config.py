@@ -46,8 +46,9 @@ class LoopConfig:
     raw: dict[str, Any] = field(default_factory=dict)
 
     def digest(self) -> str:
-        """The sha256 of the settings (the output folder aside): a resume under other settings is refused."""
-        settings = {k: v for k, v in self.raw.items() if k != "out"}
+        """The sha256 of the settings but the output folder and the number of stages: a resume under
+        other settings is refused; one with more stages (or fewer) extends the loop (or ends it sooner)."""
+        settings = {k: v for k, v in self.raw.items() if k not in ("out", "stages")}
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
 
     def updates_after(self, stage: int) -> bool:

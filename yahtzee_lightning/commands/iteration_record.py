@@ -13,7 +13,7 @@ STATE, HISTORY, FIGURE = "loop_state.json", "history.jsonl", "stages.png"
 
 
 class LoopState:
-    """The state file: ``{"config_sha256", "config", "stages": {"K": {step: record}}, "agent"}``,
+    """The state file: ``{"config_sha256", "config", "stages": {"K": {step: record}}, "agent": record}``,
     written whole to a temporary name and renamed over the last (a kill leaves the last whole state)."""
 
     def __init__(self, out: Path, digest: str, config: dict[str, Any]) -> None:
@@ -29,7 +29,7 @@ class LoopState:
                     f"{out} holds a loop of other settings (its {STATE} has another config digest): "
                     "resume it with its own config, or give this config another out:"
                 )
-            self.data = saved
+            self.data = {**saved, "config": config}  # the stages as now asked: the only setting that may change
 
     def done(self, stage: int, step: str) -> dict[str, Any] | None:
         """The record of ``step`` of ``stage`` where it finished, else None."""
@@ -44,8 +44,17 @@ class LoopState:
         tmp.write_text(json.dumps(self.data, indent=1), encoding="utf-8")
         os.replace(tmp, self.path)
 
+    def agent(self, stages: int) -> dict[str, Any] | None:
+        """The record of the agent written after stage ``stages``, else None (not yet, or after another)."""
+        agent = self.data.get("agent")
+        return agent if isinstance(agent, dict) and agent.get("after_stage") == stages else None
+
+    def record_agent(self, stages: int, record: dict[str, Any]) -> None:
+        self.data["agent"] = {**record, "after_stage": stages}
+        self.write()
+
     def seconds(self) -> float:
-        """Seconds of every finished step: the loop's wall clock so far, across its runs."""
+        """Seconds of every finished stage's steps: the loop's wall clock so far, across its runs."""
         return sum(r.get("seconds", 0.0) for steps in self.data["stages"].values() for r in steps.values())
 
     def history(self) -> list[dict[str, Any]]:
