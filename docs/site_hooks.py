@@ -103,11 +103,9 @@ def verbs_help() -> str:
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
             func(["--help"])
-        text = (
-            out.getvalue().replace("usage: ", "usage: yahtzee-lightning ", 1)
-            if verb not in out.getvalue()[:40]
-            else out.getvalue()
-        )
+        text = out.getvalue()
+        if not text.startswith("usage: yahtzee-lightning "):  # a parser whose prog is the verb alone
+            text = text.replace("usage: ", "usage: yahtzee-lightning ", 1)
         sections.append(f"### `{verb}`\n\n{summary[0].upper()}{summary[1:]}.\n\n```text\n{text.rstrip()}\n```\n")
     return "\n".join(sections)
 

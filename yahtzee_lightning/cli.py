@@ -31,6 +31,10 @@ VERBS: dict[str, tuple[str, str]] = {
         "yahtzee_lightning.commands.turn_value:main",
         "learn an agent's turn-start value from its own games (for lookahead:AGENT)",
     ),
+    "expert-iteration": (
+        "yahtzee_lightning.commands.expert_iteration:main",
+        "expert iteration from nothing in one resumable command: self-play, its value, search-taught stages",
+    ),
     "win-value": (
         "yahtzee_lightning.commands.win_value:main",
         "learn an agent's chance of winning a match from its own play (for winlookahead:AGENT)",

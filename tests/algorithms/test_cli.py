@@ -17,7 +17,8 @@ from yahtzee_lightning.cli import main
 from yahtzee_lightning.shipped import expand_base
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIGS = sorted(p.name for p in (ROOT / "conf").glob("*.yaml"))
+# The expert-iteration loop's configs are no fit recipes (tests/algorithms/test_expert_iteration_loop.py runs them).
+CONFIGS = sorted(p.name for p in (ROOT / "conf").glob("*.yaml") if not p.name.startswith("expert_iteration_loop"))
 # Tiny values for whichever of these keys a config has: every config trains 6 updates in seconds.
 TINY_KEYS = {
     "d_h": 16,

@@ -10,7 +10,9 @@ from pathlib import Path
 from .args import VerbParser
 
 
-def export_main(argv: list[str] | None = None) -> int:
+def export_main(argv: list[str] | None = None, training: dict | None = None) -> int:
+    """``export``; ``training``: facts added to the agent's training record (the expert-iteration
+    loop's stages, drawn as a table on the card)."""
     parser = VerbParser(
         prog="yahtzee-lightning export", description="turn a Lightning checkpoint into a shareable agent folder"
     )
@@ -58,6 +60,7 @@ def export_main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.checkpoint}: {what}; refusing ({detail})")
     carried = None if args.config else carried_config_of(args.checkpoint)  # the run's own YAML, as fit saved it
     t = agent.training
+    t.update(training or {})
     t["name"] = args.name or Path(args.directory).resolve().name
     t["hardware"] = args.hardware or t.get("hardware") or describe_machine()
     for key, value in (

@@ -73,7 +73,30 @@ def _training_lines(training: dict) -> list[str]:
         value = training.get(key)
         if value is not None:
             lines.append(f"* {label}: {value:,}" if type(value) is int else f"* {label}: {value}")
+    if stages := training.get("stages"):
+        lines += ["", *stage_table(stages)]
     return [*lines, ""] if lines else []
+
+
+def stage_table(stages: list[dict]) -> list[str]:
+    """The expert-iteration loop's stages (``yahtzee-lightning expert-iteration``): the network alone
+    and its search on the held-back games after each, the value's held-out error, the minutes."""
+    first = stages[0]
+    lines = [
+        f"The loop's stages (stage 0: self-play; then taught by the search), on {first['eval_games']:,} held-back "
+        f"games (seed {first['eval_seed']}), scores only (no table read):",
+        "",
+        "| stage | network alone | with its search | value's held-out error (points^2) | minutes |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for row in stages:
+        error = "-" if row.get("value_error") is None else f"{row['value_error']:.3f}"
+        net, search = row["network"], row["search"]
+        lines.append(
+            f"| {row['stage']} | {net['mean']:.2f} +- {net['se']:.2f} | {search['mean']:.2f} +- {search['se']:.2f} "
+            f"| {error} | {row['stage_seconds'] / 60:.1f} |"
+        )
+    return lines
 
 
 TURN_VALUE_HEADING = "## Turn-start value (for `lookahead:`)"
