@@ -164,6 +164,7 @@ def pull_study(repo_id: str, revision: str | None, out: Path, token: str | None 
     where = f"{repo_id}@{source.name if len(source.name) == 40 else revision or 'main'}"
     files = checked_files(source, where)
     check_runs(out, list(files), where)
+    check_clashes(out, files, where)  # before the lock: a refused pull leaves no lock file in the user's folder
     with locked(out, "yahtzee-lightning study pull"):
         todo = check_clashes(out, files, where)  # under the lock: another writer may have written since
         for n in todo:
