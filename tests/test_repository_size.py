@@ -6,11 +6,11 @@ beside its run), which a study commits at most once a session and which goes whe
 (its weights to the Hub: ``study push``). CONTRIBUTING, "Weights live on the Hub, not in git"."""
 
 import subprocess
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 import pytest
 
-from yahtzee_lightning.study.records import CHECKOUT
+CHECKOUT = Path(__file__).resolve().parents[1]  # the checkout under test (CI: a fresh clone)
 
 MB = 1_000_000
 MAX_FILE, MAX_TREE = 5 * MB, 25 * MB
