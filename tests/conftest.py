@@ -18,3 +18,11 @@ def default_table():
     from yahtzee_lightning.solver import load_or_solve
 
     return load_or_solve(progress=False)
+
+
+@pytest.fixture(scope="session")
+def finished_study(tmp_path_factory, default_table):
+    """A tiny finished study folder (``tiny_study.py``), its report written: tests copy it, never change it."""
+    from tiny_study import build_study
+
+    return build_study(tmp_path_factory.mktemp("tiny_study"))

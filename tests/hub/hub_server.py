@@ -3,6 +3,8 @@
 It implements what the real ``huggingface_hub`` client (2.x, Xet disabled) uses to create a repo,
 upload a folder (preupload, LFS basic transfer, NDJSON commit) and download it again (repo info
 by revision, recursive tree, resolve with the ETag / commit headers the cache is built from).
+Dataset repos (a study's weights) are served as models are, under
+``datasets/`` (``state.repos["datasets/alice/s"]``), as the Hub's own URLs name them.
 Repos live in memory. Every commit is a snapshot with its own 40-hex id, so a download can pin
 an older revision; ``main`` is the only branch. Routes are matched on the raw (still quoted)
 path because the client quotes revisions (``refs%2Fpr%2F1``).
@@ -92,6 +94,11 @@ class HubState:
         return {p: data for p, (data, _) in repo.commits[repo.resolve(revision)].items()}
 
 
+def _key(kind: str, repo_id: str) -> str:
+    """A repo's key in ``state.repos``: a model's id, ``datasets/`` before a dataset's (its URLs' prefix)."""
+    return repo_id if kind == "models" else f"{kind}/{repo_id}"
+
+
 def _handler(state: HubState, base_url: str) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -167,7 +174,8 @@ def _handler(state: HubState, base_url: str) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             state.requests.append(f"{self.command} {urlparse(self.path).path}")
-            if r := self._route(r"/api/models/(.+?)/tree/([^/]+)(?:/(.*))?"):
+            if r := self._route(r"/api/(models|datasets)/(.+?)/tree/([^/]+)(?:/(.*))?"):
+                r = [_key(r[0], r[1]), *r[2:]]
                 if (snap := self._snapshot(r[0], r[1])) is None:
                     return
                 entries = []
@@ -184,7 +192,8 @@ def _handler(state: HubState, base_url: str) -> type[BaseHTTPRequestHandler]:
                     for e in entries:
                         e["size"] = state.hostile["size"]
                 return self._json(200, entries)
-            if r := self._route(r"/api/models/(.+?)(?:/revision/([^/]+))?"):
+            if r := self._route(r"/api/(models|datasets)/(.+?)(?:/revision/([^/]+))?"):
+                r = [_key(r[0], r[1]), *r[2:]]
                 if state.hostile.get("fail_first", 0) > 0:
                     state.hostile["fail_first"] -= 1
                     return self._json(500, {"error": "Internal Server Error"})
@@ -226,6 +235,7 @@ def _handler(state: HubState, base_url: str) -> type[BaseHTTPRequestHandler]:
             if self._route(r"/api/repos/create") is not None:
                 req = json.loads(body)
                 repo_id = f"{req['organization']}/{req['name']}" if req.get("organization") else req["name"]
+                repo_id = _key(f"{req.get('type') or 'model'}s", repo_id)
                 with state.lock:
                     if repo_id in state.repos:
                         return self._json(
@@ -236,7 +246,8 @@ def _handler(state: HubState, base_url: str) -> type[BaseHTTPRequestHandler]:
             if self._route(r"/api/validate-yaml") is not None:
                 errors = [{"message": m} for m in validate_card_metadata(json.loads(body)["content"])]
                 return self._json(400 if errors else 200, {"errors": errors, "warnings": []})
-            if r := self._route(r"/api/models/(.+?)/preupload/([^/]+)"):
+            if r := self._route(r"/api/(models|datasets)/(.+?)/preupload/([^/]+)"):
+                r = [_key(r[0], r[1]), *r[2:]]
                 if self._snapshot(r[0], r[1]) is None:
                     return
                 files = [
@@ -256,8 +267,8 @@ def _handler(state: HubState, base_url: str) -> type[BaseHTTPRequestHandler]:
                         entry["actions"] = {"upload": {"href": f"{base_url}/lfs-upload/{o['oid']}", "header": {}}}
                     objects.append(entry)
                 return self._json(200, {"transfer": "basic", "objects": objects, "hash_algo": "sha256"})
-            if r := self._route(r"/api/models/(.+?)/commit/([^/]+)"):
-                return self._commit(r[0], r[1], body)
+            if r := self._route(r"/api/(models|datasets)/(.+?)/commit/([^/]+)"):
+                return self._commit(_key(r[0], r[1]), r[2], body)
             self._json(404, {"error": f"no route for POST {self.path}"})
 
         def _commit(self, repo_id: str, branch: str, body: bytes) -> None:

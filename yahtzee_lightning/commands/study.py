@@ -1,9 +1,12 @@
-"""``yahtzee-lightning study run|check|report``: run a study file's cells on Ray Tune, and draw its report.
+"""``yahtzee-lightning study run|check|report|push|pull``: run a study file's cells on Ray Tune, draw its
+report, and keep its weights on the Hub.
 
 ``study run FILE --profile P --out DIR`` checks the file, then runs (or resumes) every cell on a
 local Ray instance sized to the cores, or on the Ray cluster at ``--address``; ``study report DIR``
 writes ``DIR/report/`` (a file per exhibit, named by its id, and ``index.md``); ``study check FILE``
-only checks the file and lists its cells.
+only checks the file and lists its cells. ``study push DIR --repo-id ID`` uploads the study's run
+folders (weights, histories, configs) as a Hub dataset repo; ``study pull ID --revision REV DIR``
+puts them back into a study folder (``study/weights.py``): weights stay out of git.
 """
 
 from __future__ import annotations
@@ -64,6 +67,14 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--published", required=True, help="the published rows, e.g. conf/paper/published.json (see docs/study.md)"
     )
+    push = verbs.add_parser("push", help="upload a study's run folders (weights included) as a Hub dataset repo")
+    push.add_argument("dir", help="a study folder written by `study run`")
+    push.add_argument("--repo-id", required=True, help="user/name of the dataset repo on the Hub; created if missing")
+    push.add_argument("--private", action="store_true", help="create the repo private")
+    pull = verbs.add_parser("pull", help="put a study's run folders from the Hub back into its study folder")
+    pull.add_argument("repo_id", help="user/name of the dataset repo `study push` wrote")
+    pull.add_argument("dir", help="the study folder: new, or the study's own (its files are kept)")
+    pull.add_argument("--revision", help="the repo's commit (or branch, tag) the study's README names (default: main)")
     prose = verbs.add_parser(
         "prose", help='fill the numbers a README marks (<!--n TABLE "ROW" "COLUMN"-->) from the report\'s tables'
     )
@@ -88,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.verb == "prose":
             return _prose(args.files, args.check)
+        if args.verb in ("push", "pull"):
+            return _hub(args)
         if args.verb == "report":
             from ..study.drawing.report import write_report
 
@@ -154,6 +167,25 @@ def _prose(files: list[str], check: bool) -> int:
 
 #: A hypothesis's direction in words ("C1: a2c greater than reinforce").
 RELATION = {"greater": "greater than", "less": "less than", "either": "different from", "equal": "equal to"}
+
+
+def _hub(args: argparse.Namespace) -> int:
+    """``study push`` or ``study pull``; a hub that cannot be reached or refuses is one line."""
+    from ..hub.download import hub_errors, hub_failure
+    from ..study.weights import pull_study, push_study
+
+    try:
+        if args.verb == "push":
+            info = push_study(Path(args.dir), args.repo_id, private=args.private)
+            print(f"pushed {args.dir} to {args.repo_id} at revision {info.oid}: {info.commit_url}")
+            print(f"back with: yahtzee-lightning study pull {args.repo_id} --revision {info.oid} {args.dir}")
+            return 0
+        written, where = pull_study(args.repo_id, args.revision, Path(args.dir))
+    except hub_errors() as e:
+        print(f"yahtzee-lightning study: error: {hub_failure(args.repo_id, e)}", file=sys.stderr)
+        return 2
+    print(f"pulled {where} into {args.dir}: {len(written)} files written, the others there already")
+    return 0
 
 
 def describe(study) -> str:

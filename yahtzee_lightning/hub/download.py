@@ -28,13 +28,16 @@ def resolve_folder(
     local_files_only: bool = False,
     token: str | None = None,
     hub_only: bool = False,
+    repo_type: str = "model",
+    patterns: list[str] | None = None,
 ) -> Path:
     """A local agent folder as is; a shipped agent's name (``distilled-128x2``: the package's own
     folder, ``yahtzee_lightning/shipped.py``, from any folder, no hub asked); a hub id downloaded
     (or found in the cache when offline).
 
     ``hub_only``: ``id_or_path`` is a hub id (``pull``'s argument), so a failure speaks of the hub
-    repo alone, not of a local folder that was never asked for.
+    repo alone, not of a local folder that was never asked for. ``repo_type`` and ``patterns`` (the
+    files wanted; an agent's by default) let a study's weights (a dataset repo) come the same way.
 
     Every downloaded file is checked against its hub checksum (:func:`damaged_files`): a damaged
     one, or a plain file where the cache keeps a link to a checked blob, is downloaded again with a
@@ -62,8 +65,9 @@ def resolve_folder(
         RevisionNotFoundError,
     )
 
-    transfer = Transfer(str(id_or_path), hub_deadline())
+    transfer = Transfer(str(id_or_path), hub_deadline(), repo_type)
     offline = local_files_only
+    patterns = ARTEFACT_PATTERNS if patterns is None else patterns
 
     def download(force: bool) -> Path:
         return Path(
@@ -71,9 +75,10 @@ def resolve_folder(
                 str(id_or_path),
                 revision=pinned,
                 cache_dir=cache_dir,
+                repo_type=repo_type,
                 local_files_only=offline,  # unpinned: the library may not ask the hub (its answer is unchecked)
                 token=token,
-                allow_patterns=ARTEFACT_PATTERNS,
+                allow_patterns=patterns,
                 force_download=force,
                 tqdm_class=transfer.bars(),
             )
@@ -83,7 +88,9 @@ def resolve_folder(
         pinned, unreachable = (revision, None)
         if not local_files_only:
             pinned, unreachable = within_deadline(
-                transfer, lambda: pin_revision(str(id_or_path), revision, token, transfer), cache_dir
+                transfer,
+                lambda: pin_revision(str(id_or_path), revision, token, transfer, repo_type, patterns),
+                cache_dir,
             )
         offline = offline or unreachable is not None
         try:
@@ -191,7 +198,12 @@ def hub_errors() -> tuple[type[BaseException], ...]:
 
 
 def pin_revision(
-    repo_id: str, revision: str | None, token: str | None, transfer: Transfer | None = None
+    repo_id: str,
+    revision: str | None,
+    token: str | None,
+    transfer: Transfer | None = None,
+    repo_type: str = "model",
+    patterns: list[str] | None = None,
 ) -> tuple[str | None, BaseException | None]:
     """The commit the hub names for ``revision``, checked before anything is written, and None;
     or, where the hub cannot be reached or fails, ``revision`` and the failure.
@@ -212,7 +224,7 @@ def pin_revision(
 
     api = HfApi(token=token)
     try:
-        info = api.repo_info(repo_id, revision=revision)
+        info = api.repo_info(repo_id, revision=revision, repo_type=repo_type)
     except (RepositoryNotFoundError, RevisionNotFoundError):
         raise
     except (HfHubHTTPError, OSError, *hub_errors()) as e:
@@ -220,14 +232,15 @@ def pin_revision(
     where = f"{repo_id}" + (f"@{revision}" if revision else "")
     try:
         sha = check_commit_id(info.sha, where)
-        files = [f for f in api.list_repo_tree(repo_id, revision=sha, recursive=True) if hasattr(f, "size")]
+        tree = api.list_repo_tree(repo_id, revision=sha, recursive=True, repo_type=repo_type)
+        files = [f for f in tree if hasattr(f, "size")]
         for f in files:
             check_relative_path(f.path, where)
-        wanted = set(filter_repo_objects([f.path for f in files], allow_patterns=ARTEFACT_PATTERNS))
+        wanted = set(filter_repo_objects([f.path for f in files], allow_patterns=patterns or ARTEFACT_PATTERNS))
         sizes = [f.size for f in files if f.path in wanted]
         if any(not isinstance(s, int) or s < 0 for s in sizes) or sum(sizes) > MAX_DOWNLOAD_BYTES:
             raise UntrustedError(
-                f"{where}: the hub lists {printable(sizes)} bytes for the agent's files (at most "
+                f"{where}: the hub lists {printable(sizes)} bytes for the files wanted (at most "
                 f"{MAX_DOWNLOAD_BYTES:,} in all are downloaded)"
             )
     except UntrustedError as e:

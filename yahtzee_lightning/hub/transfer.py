@@ -48,8 +48,8 @@ class Transfer:
     bytes (what the hub's checked listing names, not what a response header says), until its
     deadline. Once it trips, every later chunk of every file trips too."""
 
-    def __init__(self, repo_id: str, deadline_s: float) -> None:
-        self.repo_id, self.deadline_s = repo_id, deadline_s
+    def __init__(self, repo_id: str, deadline_s: float, repo_type: str = "model") -> None:
+        self.repo_id, self.deadline_s, self.repo_type = repo_id, deadline_s, repo_type
         self.ends = time.monotonic() + deadline_s
         self.limit: int | None = None
         self.received = 0
@@ -237,18 +237,18 @@ def within_deadline(transfer: Transfer, work: Callable[[], T], cache_dir: str | 
         transfer.stop(transfer.deadline_error())
         box["error"] = transfer.failure
     if "error" in box:
-        remove_partial_files(transfer.repo_id, cache_dir)
+        remove_partial_files(transfer.repo_id, cache_dir, transfer.repo_type)
         raise box["error"]
     return box["value"]
 
 
-def remove_partial_files(repo_id: str, cache_dir: str | Path | None) -> None:
+def remove_partial_files(repo_id: str, cache_dir: str | Path | None, repo_type: str = "model") -> None:
     """The ``.incomplete`` blobs a stopped download of ``repo_id`` left in the cache, removed."""
     from huggingface_hub import constants
     from huggingface_hub.file_download import repo_folder_name
 
     try:
-        repo = Path(cache_dir or constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model")
+        repo = Path(cache_dir or constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type=repo_type)
         for partial in (repo / "blobs").glob("*.incomplete"):
             partial.unlink(missing_ok=True)
     except (OSError, ValueError):

@@ -21,6 +21,8 @@ PLAN = "study.json"  # a study folder's plan: the study as expanded, and its tri
 
 LOG = logging.getLogger(__name__)
 SESSIONS = "sessions.jsonl"  # one line per `study run`: its command, machine, CPUs and wall clock
+FRESH = "fresh.json"  # T1's re-evaluations on fresh games, by member (cached in the study folder)
+REFERENCE = "reference.json"  # the reference players on a final evaluation's games (cached in the study folder)
 
 
 def digested_text(record: dict[str, Any]) -> str:

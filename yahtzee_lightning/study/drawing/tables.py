@@ -25,9 +25,8 @@ from ..judging.context import (
 )
 from ..judging.stats import paired
 from ..model import StudyError
-from ..records import digested_text, read_record
+from ..records import FRESH, digested_text, read_record
 
-FRESH = "fresh.json"  # T1's re-evaluations on fresh games, by member (cached in the study folder)
 FRESH_SEED = 15_485_863  # added to a member's seed: games that neither its evaluations nor its final one played
 
 

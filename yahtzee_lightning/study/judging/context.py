@@ -19,7 +19,7 @@ from ...game import BOX_NAMES
 from ...game.rules import UPPER_BONUS
 from ..chain import chain_label
 from ..model import Cell, Study, StudyError
-from ..records import digested_text, read_record
+from ..records import REFERENCE, digested_text, read_record
 from ..results import load_plan, load_table, optimal_summary
 from ..results import reference_columns as reference_columns_of
 from .stats import Interval, interval, method_text
@@ -199,9 +199,6 @@ def curve(evals: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray, np.
     low = np.array([s.low if s.has_interval else s.mean for _, s in stats])
     high = np.array([s.high if s.has_interval else s.mean for _, s in stats])
     return np.array([g for g, _ in stats]), mean, low, high
-
-
-REFERENCE = "reference.json"  # the reference players on a final evaluation's games (cached in the study folder)
 
 
 def references(out: Path, study: Study) -> dict[str, Any]:
