@@ -26,3 +26,19 @@ def finished_study(tmp_path_factory, default_table):
     from tiny_study import build_study
 
     return build_study(tmp_path_factory.mktemp("tiny_study"))
+
+
+@pytest.fixture
+def no_table(monkeypatch):
+    """The exact table cannot be had: loading or solving it raises (a self-taught run must not read it)."""
+    from yahtzee_lightning.game import Rules
+    from yahtzee_lightning.solver import cache
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the exact table was read")
+
+    monkeypatch.setattr(cache, "_MEMORY", {})
+    monkeypatch.setattr(cache, "load_trusted", refuse)
+    monkeypatch.setattr(cache, "solve", refuse)
+    with pytest.raises(AssertionError, match="exact table"):
+        cache.load_or_solve(Rules())

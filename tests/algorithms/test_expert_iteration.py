@@ -15,24 +15,9 @@ from yahtzee_lightning.game import Rules
 from yahtzee_lightning.loop.trainer import quiet_trainer
 from yahtzee_lightning.players.lookahead import lookahead_player
 from yahtzee_lightning.resolve import load_agent
-from yahtzee_lightning.solver import cache
 
 AGENT = "checkpoints/a2c-best-stage2-128x2"  # the shipped self-play agent, with its turn-start value
 TINY = {"features": "all", "evaluations": 1, "eval_games": 8, "games_per_minibatch": 4}
-
-
-@pytest.fixture
-def no_table(monkeypatch):
-    """The exact table cannot be had: loading or solving it raises."""
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the exact table was read")
-
-    monkeypatch.setattr(cache, "_MEMORY", {})
-    monkeypatch.setattr(cache, "load_trusted", refuse)
-    monkeypatch.setattr(cache, "solve", refuse)
-    with pytest.raises(AssertionError, match="exact table"):
-        cache.load_or_solve(Rules())
 
 
 def test_every_position_is_labelled_by_the_agents_own_search(no_table, monkeypatch):

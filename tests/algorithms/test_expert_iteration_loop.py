@@ -14,8 +14,6 @@ import yaml
 from yahtzee_lightning.commands import expert_iteration
 from yahtzee_lightning.commands.iteration_config import read_loop_config
 from yahtzee_lightning.commands.iteration_record import LoopState
-from yahtzee_lightning.game import Rules
-from yahtzee_lightning.solver import cache
 
 SMOKE = Path(__file__).resolve().parents[2] / "conf" / "expert_iteration_loop_smoke.yaml"
 
@@ -33,20 +31,6 @@ def loop_config(tmp_path: Path, **changes) -> Path:
     path = tmp_path / "loop.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
-
-
-@pytest.fixture
-def no_table(monkeypatch):
-    """The exact table cannot be had: loading or solving it raises."""
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the exact table was read")
-
-    monkeypatch.setattr(cache, "_MEMORY", {})
-    monkeypatch.setattr(cache, "load_trusted", refuse)
-    monkeypatch.setattr(cache, "solve", refuse)
-    with pytest.raises(AssertionError, match="exact table"):
-        cache.load_or_solve(Rules())
 
 
 def digests(folder: Path) -> dict[str, str]:

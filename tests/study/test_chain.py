@@ -9,6 +9,7 @@ import pytest
 import torch
 import yaml
 from safetensors.torch import load_file
+from tiny_study import TINY  # noqa: E402  (tests/ is on the path: conftest.py)
 
 from yahtzee_lightning.algorithms import ALGORITHMS
 from yahtzee_lightning.loop.export import agent_from_checkpoint
@@ -24,17 +25,6 @@ from yahtzee_lightning.study.spec import load_study
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
-TINY = {
-    "model.init_args.d_h": 8,
-    "model.init_args.head_hidden": 8,
-    "model.init_args.n_layers": 1,
-    "model.init_args.total_games": 32,
-    "model.init_args.games_per_batch": 16,
-    "model.init_args.evaluations": 1,
-    "model.init_args.eval_games": 8,
-    "model.init_args.final_eval_games": 16,
-    "model.init_args.diagnose_games": 0,
-}
 
 
 def _write(tmp_path: Path, transfer: dict, name: str = "chain", scratch: bool = False) -> Path:
