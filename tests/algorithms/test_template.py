@@ -45,15 +45,16 @@ def copied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         sys.modules.pop(module, None)
 
 
-def test_the_templates_own_tests_pass(copied, monkeypatch):
+def test_the_templates_own_tests_pass(copied):
     tests = importlib.import_module("test_clipped_a2c")
     assert tests.__file__ == str(copied / "test_clipped_a2c.py")
     names = [name for name in vars(tests) if name.startswith("test_")]
     assert len(names) == 3, names
-    fixtures = {"monkeypatch": monkeypatch, "tmp_path": copied}
-    for name in names:  # each with the fixtures it asks for, as pytest would call it
+    for name in names:  # each with fresh fixtures of those it asks for, as pytest would call it
         test = getattr(tests, name)
-        test(**{arg: fixtures[arg] for arg in inspect.signature(test).parameters})
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            fixtures = {"monkeypatch": monkeypatch, "tmp_path": copied}
+            test(**{arg: fixtures[arg] for arg in inspect.signature(test).parameters})
 
 
 def test_the_templates_yaml_trains_from_its_folder(copied, capsys):
@@ -111,7 +112,9 @@ def test_a_bad_base_is_one_line_naming_the_recipe(tmp_path, files, message):
 def test_fit_words_a_bad_base_as_its_other_errors(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "c.yaml").write_text("base: nowhere_at_all\n")
-    assert main(["fit", "--config", "c.yaml"]) == 2
+    with pytest.raises(SystemExit) as ended:
+        main(["fit", "--config", "c.yaml"])
+    assert ended.value.code == 2
     err = capsys.readouterr().err
     assert err.strip().splitlines()[-1].startswith("yahtzee-lightning fit: error: ")
     assert "nowhere_at_all" in err
