@@ -1,6 +1,6 @@
 """The one console script, ``yahtzee-lightning VERB ...``.
 
-Every verb is a module of :mod:`yahtzee_lightning.commands` (the verbs' one room, on top of the
+Every verb is a module of ``yahtzee_lightning.commands`` (the verbs' one room, on top of the
 library: nothing below imports it), imported only when called, so ``solve`` does not pay for
 Lightning and ``demo`` does not pay for the solver. ``fit``/``validate`` go through LightningCLI;
 the other verbs are small argparse programs with a ``main(argv) -> int``.

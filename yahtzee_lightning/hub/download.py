@@ -36,7 +36,7 @@ def resolve_folder(
     ``hub_only``: ``id_or_path`` is a hub id (``pull``'s argument), so a failure speaks of the hub
     repo alone, not of a local folder that was never asked for.
 
-    Every downloaded file is checked against its hub checksum (:func:`damaged_files`): a damaged
+    Every downloaded file is checked against its hub checksum (``damaged_files``): a damaged
     one, or a plain file where the cache keeps a link to a checked blob, is downloaded again with a
     warning, or, offline, is an ``AgentFormatError``. Hub failures
     that mean "no such agent" become ``AgentNotFoundError``; other network errors (a server
