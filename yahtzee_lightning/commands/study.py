@@ -4,6 +4,8 @@
 local Ray instance sized to the cores, or on the Ray cluster at ``--address``; ``study report DIR``
 writes ``DIR/report/`` (a file per exhibit, named by its id, and ``index.md``); ``study check FILE``
 only checks the file and lists its cells.
+
+Needs the study extra (Ray, pandas, matplotlib, SciPy): pip install 'yahtzee-lightning[study]'.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from ..extras import require
 from .args import VerbParser, check_count, plain
 
 
@@ -77,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
+    require("study")  # after parsing: --help says which extra without it
     from ..study.spec import StudyError, load_study
 
     if args.verb == "run":

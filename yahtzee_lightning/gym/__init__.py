@@ -12,6 +12,7 @@ torch module loads until an env is made); the envs live in its modules:
   observations (an SB3 model zip too) as a player, for ``evaluate``;
 * ``.pettingzoo``: ``YahtzeeAECEnv``, a match of 2-4 players as a PettingZoo AEC env.
 
+Needs the gym extra (Gymnasium, PettingZoo, Stable-Baselines3): pip install 'yahtzee-lightning[gym]'.
 Registered ids: ``yahtzee_lightning/Yahtzee-v0`` (the full game from an empty card) and
 ``yahtzee_lightning/YahtzeeSingleTurn-v0`` (one turn from a random, partly filled card); both take
 the rule variants as keywords (``joker``, ``yahtzee_bonus``, ``boxes`` or ``rules``).
