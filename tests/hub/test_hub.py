@@ -299,20 +299,38 @@ def test_push_then_pull_in_fresh_processes_and_offline(tmp_path, hub, hub_env):
     assert "not found: alice/absent" in offline
 
 
+# Verbs in one process (the hub's address is read at import), each argv joined by "|": each says
+# what it says, then "exit CODE" on stderr.
+_VERBS = """
+import sys
+from yahtzee_lightning.cli import main
+
+for argv in sys.argv[1:]:
+    try:
+        code = main(argv.split("|"))
+    except SystemExit as e:  # a verb's parser ends a usage error so
+        code = e.code
+    print("exit", code, file=sys.stderr)
+"""
+
+
 def test_cli_verbs_end_bad_input_and_an_unreachable_hub_in_one_line(tmp_path, hub_env, capsys):
     folder = _agent(tmp_path / "tiny", games=0)
     unreachable = dict(hub_env, HF_ENDPOINT="http://127.0.0.1:9")  # nothing listens there
-    for argv in (["push", str(folder), "--repo-id", "alice/tiny"], ["pull", "alice/tiny", str(tmp_path / "out")]):
-        run = subprocess.run(
-            [sys.executable, "-m", "yahtzee_lightning.cli", *argv],
-            env=unreachable,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-2000:]
-        assert "could not be reached" in run.stderr or "the hub is unreachable" in run.stderr
+    push, pull = ["push", str(folder), "--repo-id", "alice/tiny"], ["pull", "alice/tiny", str(tmp_path / "out")]
+    run = subprocess.run(
+        [sys.executable, "-c", _VERBS, "|".join(push), "|".join(pull)],
+        env=unreachable,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    said = run.stderr.split("exit 2\n")
+    assert len(said) == 3 and not said[2], run.stderr[-2000:]  # each verb ended with 2
+    for line in said[:2]:
+        assert "could not be reached" in line or "the hub is unreachable" in line, line
     a_file = tmp_path / "a_file"
     a_file.write_text("")
     for argv, message in (
