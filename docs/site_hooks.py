@@ -58,7 +58,8 @@ def _rewrite(match: re.Match, where: Path, docs: Path, src: str, files: Files, c
         rel = resolved.relative_to(docs).as_posix()
         if resolved.is_dir() and (resolved / "README.md").exists():
             rel = f"{rel}/README.md"
-        if files.get_file_from_path(rel) is not None:
+        found = files.get_file_from_path(rel)
+        if found is not None and found.inclusion.is_included():  # an excluded file is not on the site
             return f"{text}({_relative(rel, src)}{anchor})"
     for site_path, repo_file in OUTSIDE_PAGES.items():
         if resolved == ROOT / repo_file:

@@ -9,6 +9,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from urllib.parse import unquote
 
 import pytest
 
@@ -47,12 +49,52 @@ def test_site_builds_strictly_with_the_verbs_and_the_reference(tmp_path):
     home = (tmp_path / "site" / "index.html").read_text()
     assert 'href="guide/' in home  # the README's docs/guide.md, as the site's page
     assert "conf/quickstart.yaml" in home
-    # The first hour's pages: in the site, and no reStructuredText role left raw in them (mkdocstrings
-    # renders a docstring's :func:`x` as that text).
-    for page in ("getting-started", "pretrained", "api/agent"):
-        html = (tmp_path / "site" / page / "index.html").read_text()
-        assert not re.search(r":(func|class|meth|mod|attr|data|exc|obj):(`|<code>)", html), page
+    # The first hour's pages and the API reference: in the site, and no reStructuredText role left raw
+    # in them (mkdocstrings renders a docstring's :func:`x` as that text).
+    pages = [tmp_path / "site" / page / "index.html" for page in ("getting-started", "pretrained")]
+    for html in [*pages, *(tmp_path / "site" / "api").rglob("*.html")]:
+        assert not RAW_ROLE.search(html.read_text()), html
     assert "What works offline" in (tmp_path / "site" / "api" / "agent" / "index.html").read_text()
+    # The algorithm template CONTRIBUTING links to is on the site, and no page links to a missing file.
+    for name in ("clipped_a2c.py", "clipped_a2c.yaml", "test_clipped_a2c.py"):
+        served = tmp_path / "site" / "templates" / "algorithm" / name
+        assert served.read_text() == (ROOT / "docs" / "templates" / "algorithm" / name).read_text()
+    assert not _missing_targets(tmp_path / "site")
+
+
+#: A reStructuredText role (``:class:`X```) in a docstring or on a page: MkDocs shows it raw.
+RAW_ROLE = re.compile(r":(func|class|meth|mod|attr|data|exc|obj):(`|<code>)")
+
+
+def _missing_targets(site: Path) -> list[str]:
+    """The built pages' relative links and sources that lead to no file of the site (a 404 there)."""
+    missing = []
+    for page in site.rglob("*.html"):
+        for target in re.findall(r'(?:href|src)="([^"]*)"', page.read_text()):
+            if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target) or target.startswith(("#", "/")):
+                continue  # another site, an anchor of the page, the site's root
+            path = unquote(target.partition("#")[0].partition("?")[0])
+            resolved = page.parent / path / ("index.html" if path.endswith("/") else "")
+            if path and not resolved.exists():
+                missing.append(f"{page.relative_to(site)}: {target}")
+    return missing
+
+
+def test_a_link_to_a_missing_file_is_found_in_a_built_site(tmp_path):
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "guide" / "index.html").write_text('<a href="../templates/x.py">x</a> <a href="../guide/">g</a>')
+    assert _missing_targets(tmp_path) == ["guide/index.html: ../templates/x.py"]
+
+
+def test_no_docstring_holds_a_raw_restructuredtext_role():
+    """The API pages render docstrings as Markdown: ``name`` for a reference, never :class:`name`."""
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in sorted((ROOT / "yahtzee_lightning").rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if RAW_ROLE.search(line)
+    ]
+    assert not found, found
 
 
 def test_a_broken_link_fails_the_build(tmp_path):
@@ -68,11 +110,15 @@ def test_a_broken_link_fails_the_build(tmp_path):
 
 
 class _Files:
-    def __init__(self, paths):
-        self.paths = set(paths)
+    """MkDocs' file list as the hooks use it: ``excluded`` files are known but not on the site."""
+
+    def __init__(self, paths, excluded=()):
+        self.paths, self.excluded = set(paths) | set(excluded), set(excluded)
 
     def get_file_from_path(self, path):
-        return path if path in self.paths else None
+        if path not in self.paths:
+            return None
+        return SimpleNamespace(inclusion=SimpleNamespace(is_included=lambda: path not in self.excluded))
 
 
 @pytest.mark.parametrize(
@@ -90,6 +136,8 @@ class _Files:
             "[r](https://example.org/yl/blob/main/conf/a2c.yaml)",
         ),
         ("guide.md", "[gone](nowhere.md)", None, "[gone](nowhere.md)"),
+        # a file MkDocs leaves off the site is named as the repository's, never linked (a 404 there)
+        ("guide.md", "[t](templates/algorithm/clipped_a2c.py)", None, "t (`docs/templates/algorithm/clipped_a2c.py`)"),
         ("guide.md", "[web](https://lightning.ai)", None, "[web](https://lightning.ai)"),
     ],
 )
@@ -101,7 +149,7 @@ def test_links_written_for_the_repository_work_on_the_site(src, link, repo_url, 
             src_uri = src
 
     config = {"docs_dir": str(ROOT / "docs"), "repo_url": repo_url}
-    files = _Files({"guide.md", "api/cli.md", "index.md"})
+    files = _Files({"guide.md", "api/cli.md", "index.md"}, excluded={"templates/algorithm/clipped_a2c.py"})
     assert hooks.on_page_markdown(link, Page, config, files) == expected
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from yahtzee_lightning.cli import failure_line
+from yahtzee_lightning.cli import failure_line, main
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "checkpoints" / "distilled-128x2"
@@ -24,20 +24,6 @@ def _limited(kib: int):
         resource.setrlimit(resource.RLIMIT_FSIZE, (kib * 1024, kib * 1024))
 
     return limit
-
-
-def _verb(args: list[str], cwd: Path, preexec=None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")} | {"HF_HUB_OFFLINE": "1"}
-    env["PYTHONPATH"] = str(ROOT)
-    return subprocess.run(
-        [sys.executable, "-m", "yahtzee_lightning.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        preexec_fn=preexec,
-    )
 
 
 def test_a_file_size_limit_while_a_folder_is_written_anew_leaves_it_as_it_was(tmp_path):
@@ -63,7 +49,9 @@ def test_a_file_size_limit_while_a_folder_is_written_anew_leaves_it_as_it_was(tm
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".copy.yl-new-")]
 
 
-def test_an_agent_folder_with_a_hostile_config_is_one_line_in_every_verb_that_loads_it(tmp_path):
+def test_an_agent_folder_with_a_hostile_config_is_one_line_in_every_verb_that_loads_it(tmp_path, monkeypatch, capsys):
+    """In this process (a process a verb cost 10-15 s here): the console script's ``main``, as run."""
+    monkeypatch.chdir(tmp_path)
     folder = tmp_path / "agent"
     shutil.copytree(SHIPPED, folder)
     (folder / "config.json").write_text('{"a": ' + "[" * 200_000 + "]" * 200_000 + "}")
@@ -73,10 +61,13 @@ def test_an_agent_folder_with_a_hostile_config_is_one_line_in_every_verb_that_lo
         ["advise", "--agent", str(folder), "--dice", "6", "6", "4", "2", "1", "--roll", "1"],
         ["export", str(tmp_path / "missing.ckpt"), str(tmp_path / "out")],
     ):
-        run = _verb(args, tmp_path)
-        assert run.returncode == 2, (args, run.stderr[-2000:])
-        lines = [line for line in run.stderr.splitlines() if line.strip()]
-        assert len(lines) == 1 and "Traceback" not in run.stderr, (args, run.stderr[-2000:])
+        try:
+            code = main(args)
+        except SystemExit as e:  # a verb's parser ends a usage error so
+            code = e.code
+        err = capsys.readouterr().err
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert code == 2 and len(lines) == 1 and "Traceback" not in err, (args, err[-2000:])
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
         "manifest",
         "replace",
         "shipped",
+        "extras",
     ),
     ("game",),
     # The ecosystem's interfaces (Gymnasium, SB3, PettingZoo) on one floor, over the env: they know

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from importlib.util import find_spec
 from typing import TYPE_CHECKING
 
 from ._lazy import lazy_exports
 from ._version import __version__
-from .gym import register_envs
 
 if TYPE_CHECKING:
     from .env import YahtzeeEnv
     from .game import Rules
     from .hub import YahtzeeAgent
 
-# The Gymnasium ids (gymnasium only: torch loads when an env is made), so gymnasium.make finds them.
-register_envs()
+# The Gymnasium ids (gymnasium only: torch loads when an env is made), so gymnasium.make finds them;
+# where the gym extra is installed (the base install has no gymnasium).
+if find_spec("gymnasium") is not None:
+    from .gym import register_envs
+
+    register_envs()
 
 __all__ = ["Rules", "YahtzeeAgent", "YahtzeeEnv", "__version__"]
 

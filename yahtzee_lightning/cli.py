@@ -1,6 +1,6 @@
 """The one console script, ``yahtzee-lightning VERB ...``.
 
-Every verb is a module of :mod:`yahtzee_lightning.commands` (the verbs' one room, on top of the
+Every verb is a module of ``yahtzee_lightning.commands`` (the verbs' one room, on top of the
 library: nothing below imports it), imported only when called, so ``solve`` does not pay for
 Lightning and ``demo`` does not pay for the solver. ``fit``/``validate`` go through LightningCLI;
 the other verbs are small argparse programs with a ``main(argv) -> int``.
@@ -40,7 +40,10 @@ VERBS: dict[str, tuple[str, str]] = {
         "learn an agent's chance of winning a match from its own play (for winlookahead:AGENT)",
     ),
     "bench": ("yahtzee_lightning.commands.bench:main", "run a benchmark and print its table"),
-    "study": ("yahtzee_lightning.commands.study:main", "run a study's ablations on Ray Tune and write its report"),
+    "study": (
+        "yahtzee_lightning.commands.study:main",
+        "run a study's ablations on Ray Tune and write its report (the study extra)",
+    ),
     "play": (
         "yahtzee_lightning.commands.coach:play_main",
         "play a game in the terminal; the optimum judges each choice",
@@ -88,7 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         if e.name and module_name.startswith(e.name):
             print(f"yahtzee-lightning: verb {verb!r} is not available in this version", file=sys.stderr)
             return 2
-        raise
+        if (line := failure_line(e)) is None:
+            raise
+        print(f"yahtzee-lightning {verb}: error: {line}", file=sys.stderr)
+        return 2
     func = getattr(module, func_name)
     try:
         if verb in ("fit", "validate"):
@@ -99,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         if line is None:
             raise
         print(f"yahtzee-lightning {verb}: error: {line}", file=sys.stderr)
-        return 2 if isinstance(e, ValueError) else 1
+        return 2 if isinstance(e, (ValueError, ModuleNotFoundError)) else 1
 
 
 #: ``errno`` names of a full disk or a file-size limit, and of a refused permission.
@@ -112,12 +118,20 @@ def failure_line(error: BaseException) -> str | None:
     bad data (a ``ValueError``: a damaged or hostile file, text that is not UTF-8, a safetensors file
     that does not parse), no space, no permission, a file or a remote that is missing or misbehaves
     (an ``OSError``: a hub's HTTP errors are ones), data nested past any sense (``RecursionError``),
-    memory. None for anything else: a fault of ours, which should show its traceback."""
+    memory, a module of an optional extra that is not installed. None for anything else: a fault of
+    ours, which should show its traceback."""
     import errno
     import re
 
     from .untrusted import printable
 
+    if isinstance(error, ModuleNotFoundError):  # an optional extra's module: which extra to install
+        from .extras import MissingExtra, extra_of, missing_line
+
+        if isinstance(error, MissingExtra):
+            return str(error)
+        extra = extra_of(error.name)
+        return missing_line(extra, error.name) if extra else None
     name = type(error).__name__
     detail = printable((str(error).strip().splitlines() or [name])[0])
     if isinstance(error, OSError) and not isinstance(error, (ConnectionError, TimeoutError)) and error.errno:

@@ -18,7 +18,7 @@ import torch
 
 #: The key under which a digest is stored: in safetensors metadata, config.json, a checkpoint, a JSON record.
 DIGEST_KEY = "sha256"
-#: An agent's weights' sha256 (:func:`tensors_sha256`): in config.json, the safetensors metadata and the card.
+#: An agent's weights' sha256 (``tensors_sha256``): in config.json, the safetensors metadata and the card.
 WEIGHTS_DIGEST = "weights_sha256"
 #: An agent's turn-start value's sha256 (``lookahead:``): its safetensors metadata, config.json, the card.
 VALUE_DIGEST = "turn_value_sha256"
@@ -42,7 +42,7 @@ def _update(h: Any, name: str, value: Any) -> None:
 
 
 def _update_state(h: Any, name: str, value: Any) -> None:
-    """As :func:`_update`, plain values too (an optimiser's step count and learning rate, a loop's counters)."""
+    """As ``_update``, plain values too (an optimiser's step count and learning rate, a loop's counters)."""
     if isinstance(value, torch.Tensor | Mapping | list | tuple):
         if isinstance(value, Mapping):
             for k in sorted(value, key=str):
@@ -58,7 +58,7 @@ def _update_state(h: Any, name: str, value: Any) -> None:
 
 def state_sha256(state: Any) -> str:
     """The sha256 of a saved training state (optimiser, schedule, loops, callbacks): its tensors as
-    :func:`tensors_sha256` digests them, and its plain values (numbers, strings) by type and value."""
+    ``tensors_sha256`` digests them, and its plain values (numbers, strings) by type and value."""
     h = hashlib.sha256()
     _update_state(h, "", state)
     return h.hexdigest()

@@ -1,8 +1,8 @@
 """The machine a measurement or a run happened on, described in one place.
 
 Benchmark results (``benchmarks/_common.py``), a study's sessions (``study/running/runner.py``) and a model
-card's hardware line (``commands/hub.py``) all describe the machine with :func:`machine` (in words:
-:func:`describe_machine`), so that a number can be compared with another knowing both came from
+card's hardware line (``commands/hub.py``) all describe the machine with ``machine`` (in words:
+``describe_machine``), so that a number can be compared with another knowing both came from
 machines described the same way. torch is imported when asked, not when this module is.
 """
 
@@ -72,7 +72,7 @@ def machine() -> dict[str, Any]:
 
 
 def describe_machine(info: dict[str, Any] | None = None) -> str:
-    """:func:`machine` (or ``info``, a description it gave) in words, for a card or a report:
+    """``machine`` (or ``info``, a description it gave) in words, for a card or a report:
     ``"AMD EPYC 7B13, 2 cores, 7.8 GiB, no GPU; Python 3.11.7, torch 2.13.0, ..."``."""
     info = machine() if info is None else info
     memory = f", {info['memory_gib']} GiB" if info.get("memory_gib") is not None else ""
@@ -116,7 +116,7 @@ def thread_rule(processes: int = 1, cores: int | None = None, load: float | None
 
 
 def apply_thread_rule(processes: int = 1) -> int | None:
-    """Set this process's torch threads by :func:`thread_rule` unless the user set
+    """Set this process's torch threads by ``thread_rule`` unless the user set
     ``OMP_NUM_THREADS``; returns the count set (None: the user's stands). Before torch is
     imported it sets ``OMP_NUM_THREADS`` (what torch and the processes it starts read); after,
     ``torch.set_num_threads`` too. A user's count must be a whole number within the usable cores:

@@ -6,13 +6,13 @@ files too. So every command that writes into one records what it wrote in the fo
 still matches their entry; anything else (a user's notes, a file edited since it was written, a
 file of a folder written before manifests) stays where it is, and a line on stderr says so.
 
-Commands that write files themselves :meth:`Manifest.add` them. A study's files are written by
-many processes (trials, Ray, Lightning), so a study session :meth:`Manifest.sweep` s instead: every
+Commands that write files themselves ``Manifest.add`` them. A study's files are written by
+many processes (trials, Ray, Lightning), so a study session ``Manifest.sweep`` s instead: every
 file that appeared or changed in the folder while the session held it, the files that were there
 before it started (the user's) left out. The session's start and its last heartbeat are kept in
 the manifest, so that a session killed outright is swept by the next one, up to its last heartbeat.
 
-One writer at a time: :func:`folder_lock` holds an OS lock on ``.yahtzee-lightning.lock`` (released
+One writer at a time: ``folder_lock`` holds an OS lock on ``.yahtzee-lightning.lock`` (released
 by the OS when the process dies, so a killed writer never blocks the next one) and names the holder
 (pid, host, command) in ``.yahtzee-lightning.owner`` for the process it refuses.
 """
@@ -263,7 +263,7 @@ def _owner_text(path: Path) -> str:
 @contextlib.contextmanager
 def folder_lock(folder: str | Path, command: str, tidy: bool = False) -> Iterator[None]:
     """Hold ``folder`` for this process while it writes there; a second writer is refused at once,
-    naming this one (:class:`FolderBusy`). The OS frees the lock when the process dies, however.
+    naming this one (``FolderBusy``). The OS frees the lock when the process dies, however.
     ``tidy``: a folder this left holding nothing but the lock (a run killed before its first
     checkpoint) is removed on release, so that no empty run folder stays behind."""
     from filelock import FileLock, Timeout

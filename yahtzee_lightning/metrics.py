@@ -33,13 +33,13 @@ def action_counts(actions: torch.Tensor, n_actions: int, where: torch.Tensor | N
 
 
 def mask_diversity(counts: torch.Tensor) -> torch.Tensor:
-    """How many distinct keep patterns the policy used (from :func:`action_counts`): few means a
+    """How many distinct keep patterns the policy used (from ``action_counts``): few means a
     collapsing roll policy."""
     return (counts > 0).sum()
 
 
 def top_k_share(counts: torch.Tensor, k: int = 3) -> torch.Tensor:
-    """Share of the ``k`` most frequent actions among all taken (from :func:`action_counts`): near 1
+    """Share of the ``k`` most frequent actions among all taken (from ``action_counts``): near 1
     means collapse; NaN when none was taken."""
     return counts.topk(min(k, counts.numel())).values.sum() / counts.sum()
 

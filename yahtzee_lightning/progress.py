@@ -2,7 +2,7 @@
 
 On a terminal it is a tqdm bar. Elsewhere (a log file, a pipe: nohup, CI, SLURM, Ray) a bar's
 carriage returns would fill the file, and no bar at all leaves a run silent for hours: there it
-is :class:`ProgressLines`, a short line at a steady interval (done, total, rate, time left).
+is ``ProgressLines``, a short line at a steady interval (done, total, rate, time left).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class ProgressLines:
         self.start = self.last = clock()
 
     def due(self) -> bool:
-        """Whether the next :meth:`update` prints: a caller computes an expensive postfix only then."""
+        """Whether the next ``update`` prints: a caller computes an expensive postfix only then."""
         return self.clock() - self.last >= self.interval
 
     def update(self, n: int = 1) -> None:
@@ -117,7 +117,7 @@ class ProgressLines:
 
 def progress_bar(total: int, desc: str, enabled: bool = True, unit: str = "it") -> Any:
     """A tqdm bar with a total (so it shows an ETA) on stderr when it is a terminal; elsewhere
-    (logs, CI, pipes) :class:`ProgressLines`; nothing when ``enabled`` is False (an object with
+    (logs, CI, pipes) ``ProgressLines``; nothing when ``enabled`` is False (an object with
     the same methods that does nothing, tqdm's disabled bar)."""
     from tqdm import tqdm
 

@@ -1,7 +1,7 @@
 """A folder written anew in one step: a writer killed at any instant leaves the old folder or the new one.
 
 ``export``, ``pull`` and ``study report`` write a folder the user names, which may hold the user's
-own files. :func:`replacing` gives them an empty sibling folder to write into; when they are done,
+own files. ``replacing`` gives them an empty sibling folder to write into; when they are done,
 the user's files are linked into it (the same files, not copies), and the two folders swap places
 in one system call (Linux ``renameat2(RENAME_EXCHANGE)``; a new folder: one ``rename``). The old
 content is then deleted. So at every instant the folder is whole: the old agent or report, or the
@@ -9,7 +9,7 @@ new one, never a mix, and a process killed outright leaves only its sibling fold
 writer of the same folder deletes first (they are named ``.NAME.yl-new-*`` and ``.NAME.yl-old-*``).
 
 One writer at a time: a second writer of the same folder is refused in one line, naming the first
-(:func:`~yahtzee_lightning.manifest.folder_lock` on a sibling ``.NAME.yl-writer``). Where the system
+(``folder_lock`` on a sibling ``.NAME.yl-writer``). Where the system
 cannot swap two folders (not Linux, or a file system without it), the new files replace the old
 ones one by one, as before: each file whole, but the folder mixed while it happens.
 """

@@ -48,7 +48,7 @@ def load_agent(name_or_path: str, device: torch.device | str = "cpu", rules: Rul
 
 def resolve_player(name_or_path: str, rules: Rules | None = None, device: torch.device | str = "cpu") -> Player:
     """``optimal``, ``greedy``, ``random``, ``winseeking``, ``endgame:NAME``, ``lookahead:AGENT`` (see
-    :func:`~yahtzee_lightning.players.make_player`), a trained agent (a local agent folder or a hub
+    ``make_player``), a trained agent (a local agent folder or a hub
     id), or ``sb3:PATH`` (a Stable-Baselines3 model zip on the Gymnasium layout)."""
     return make_player(name_or_path, rules, device, load=partial(load_agent, rules=rules))
 

@@ -2,7 +2,7 @@
 
 One place for the bounds, so that no number read from a ``config.json``, a checkpoint, a study file,
 a flag or a hub's answer can make the program allocate gigabytes, recurse without end, write
-outside its target or drive the terminal. Each check raises :class:`UntrustedError` (a
+outside its target or drive the terminal. Each check raises ``UntrustedError`` (a
 ``ValueError``: the verbs report it in one line) naming what was wrong.
 """
 
@@ -50,7 +50,7 @@ def check_size(name: str, value: Any, bounds: dict[str, tuple[int, int]] = SIZE_
 
 
 def check_count(name: str, value: Any) -> int:
-    """``value`` as one of :data:`COUNT_BOUNDS`' counts, else one line with the bound and its reason."""
+    """``value`` as one of ``COUNT_BOUNDS``' counts, else one line with the bound and its reason."""
     low, high, why = COUNT_BOUNDS[name]
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         value = int(value)
@@ -90,7 +90,7 @@ def parse_json(text: str | bytes, where: str, max_depth: int = MAX_JSON_DEPTH) -
 
 
 def read_json(path: str | Path, what: str | None = None) -> Any:
-    """A JSON file from outside (``what`` names it; default: its path): bounded as :func:`parse_json`.
+    """A JSON file from outside (``what`` names it; default: its path): bounded as ``parse_json``.
     ``OSError`` passes through (a missing file is the caller's to word)."""
     path = Path(path)
     size = path.stat().st_size
@@ -134,7 +134,7 @@ def shortened(text: str, limit: int = MAX_TEXT_CHARS) -> str:
 
 
 def read_text_capped(path: str | Path, limit: int = MAX_CARD_CHARS) -> str:
-    """A text file from outside, at most ``limit`` characters of it read (:func:`shortened` beyond);
+    """A text file from outside, at most ``limit`` characters of it read (``shortened`` beyond);
     undecodable bytes replaced."""
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read(limit + 1)
@@ -143,7 +143,7 @@ def read_text_capped(path: str | Path, limit: int = MAX_CARD_CHARS) -> str:
 
 
 def printable_tree(value: Any, limit: int = MAX_TEXT_CHARS) -> Any:
-    """Every string in a JSON value (keys too) made :func:`printable` and :func:`shortened` to
+    """Every string in a JSON value (keys too) made ``printable`` and ``shortened`` to
     ``limit`` characters (iteratively)."""
 
     def clean(text: str) -> str:
@@ -206,7 +206,7 @@ _YAML_TAGS = {f"tag:yaml.org,2002:{t}" for t in "str int float bool null seq map
 
 def check_yaml(text: str, where: str) -> None:
     """Refuse, in one line naming ``where``, a YAML text that is too long, does not parse, carries a
-    tag other than plain data's, or whose aliases expand past :data:`MAX_YAML_NODES` nodes: checked
+    tag other than plain data's, or whose aliases expand past ``MAX_YAML_NODES`` nodes: checked
     on the node graph, before anything is built from it."""
     import yaml
 
@@ -252,7 +252,7 @@ def check_yaml(text: str, where: str) -> None:
 
 
 def load_yaml(text: str, where: str) -> Any:
-    """YAML from outside as plain data, checked first (:func:`check_yaml`): one line naming ``where``."""
+    """YAML from outside as plain data, checked first (``check_yaml``): one line naming ``where``."""
     import yaml
 
     check_yaml(text, where)
@@ -263,7 +263,7 @@ def load_yaml(text: str, where: str) -> Any:
 
 
 def read_yaml(path: str | Path, what: str | None = None) -> Any:
-    """A YAML file from outside (``what`` names it; default: its path), bounded as :func:`load_yaml`.
+    """A YAML file from outside (``what`` names it; default: its path), bounded as ``load_yaml``.
     ``OSError`` passes through."""
     path = Path(path)
     if path.stat().st_size > MAX_YAML_BYTES:

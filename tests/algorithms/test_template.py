@@ -4,56 +4,71 @@ its folder through the console script. Then the ``base:`` chain's rules and erro
 
 from __future__ import annotations
 
-import os
-import subprocess
+import importlib
+import inspect
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
+from yahtzee_lightning.cli import main
 from yahtzee_lightning.shipped import expand_base, expanded_config_path, merge_recipes
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "docs" / "templates" / "algorithm"
 
 
-def _run(args: list[str], cwd: Path, timeout: int = 240) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": f".{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+FILES = ("clipped_a2c.py", "clipped_a2c.yaml", "test_clipped_a2c.py")
+TINY = [
+    "--model.init_args.total_games=128",
+    "--model.init_args.evaluations=1",
+    "--model.init_args.eval_games=8",
+    "--model.init_args.final_eval_games=0",
+    "--model.init_args.d_h=16",
+    "--model.init_args.head_hidden=16",
+]
 
 
-def test_the_templates_own_tests_pass(tmp_path):
-    done = _run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(TEMPLATE), str(TEMPLATE)],
-        TEMPLATE,
-    )
-    assert done.returncode == 0, done.stdout[-3000:]
-    assert "3 passed" in done.stdout
-
-
-def test_the_templates_yaml_trains_from_its_folder(tmp_path):
-    for name in ("clipped_a2c.py", "clipped_a2c.yaml"):
+@pytest.fixture
+def copied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The template copied into a folder of its own, the working folder and first on the import path
+    (``PYTHONPATH=.``, pytest's rootdir), as a user runs it: in this process, which has paid for torch
+    and Lightning already (a process of its own paid again, 10-20 s)."""
+    for name in FILES:
         (tmp_path / name).write_text((TEMPLATE / name).read_text())
-    tiny = [
-        "--model.init_args.total_games=128",
-        "--model.init_args.evaluations=1",
-        "--model.init_args.eval_games=8",
-        "--model.init_args.final_eval_games=0",
-        "--model.init_args.d_h=16",
-        "--model.init_args.head_hidden=16",
-    ]
-    cli = [sys.executable, "-m", "yahtzee_lightning.cli", "fit", "--config", "clipped_a2c.yaml"]
-    shown = _run([*cli, *tiny, "--print_config"], tmp_path)
-    assert shown.returncode == 0, shown.stderr[-2000:]
-    config = yaml.safe_load(shown.stdout)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    for module in ("clipped_a2c", "test_clipped_a2c"):  # imported from this folder: gone with it
+        sys.modules.pop(module, None)
+
+
+def test_the_templates_own_tests_pass(copied):
+    tests = importlib.import_module("test_clipped_a2c")
+    assert tests.__file__ == str(copied / "test_clipped_a2c.py")
+    names = [name for name in vars(tests) if name.startswith("test_")]
+    assert len(names) == 3, names
+    for name in names:  # each with fresh fixtures of those it asks for, as pytest would call it
+        test = getattr(tests, name)
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            fixtures = {"monkeypatch": monkeypatch, "tmp_path": copied}
+            test(**{arg: fixtures[arg] for arg in inspect.signature(test).parameters})
+
+
+def test_the_templates_yaml_trains_from_its_folder(copied, capsys):
+    cli = ["fit", "--config", "clipped_a2c.yaml", *TINY]
+    with pytest.raises(SystemExit) as shown:
+        main([*cli, "--print_config"])
+    assert shown.value.code == 0
+    config = yaml.safe_load(capsys.readouterr().out)
     base = yaml.safe_load((ROOT / "conf" / "a2c_cpu.yaml").read_text())["model"]["init_args"]
     args = config["model"]["init_args"]
     assert config["model"]["class_path"] == "clipped_a2c.ClippedA2C"
     assert args["advantage_clip"] == 20.0  # the template's own line
     assert args["lr"] == base["lr"] and args["gamma_min"] == base["gamma_min"]  # the base recipe's
-    trained = _run([*cli, *tiny], tmp_path)
-    assert trained.returncode == 0, trained.stderr[-2000:]
+    assert main(cli) == 0
 
 
 def test_a_base_merges_mappings_and_replaces_the_rest():
@@ -94,9 +109,12 @@ def test_a_bad_base_is_one_line_naming_the_recipe(tmp_path, files, message):
     assert str(tmp_path / "c.yaml") in str(raised.value) and "\n" not in str(raised.value)
 
 
-def test_fit_words_a_bad_base_as_its_other_errors(tmp_path):
+def test_fit_words_a_bad_base_as_its_other_errors(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "c.yaml").write_text("base: nowhere_at_all\n")
-    done = _run([sys.executable, "-m", "yahtzee_lightning.cli", "fit", "--config", "c.yaml"], tmp_path, timeout=120)
-    assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1].startswith("yahtzee-lightning fit: error: ")
-    assert "nowhere_at_all" in done.stderr
+    with pytest.raises(SystemExit) as ended:
+        main(["fit", "--config", "c.yaml"])
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1].startswith("yahtzee-lightning fit: error: ")
+    assert "nowhere_at_all" in err

@@ -106,6 +106,7 @@ FAULTS = {
 }
 
 
+@pytest.mark.slow("a two-node Ray cluster (started once for this file's slow tests): 15-30 s to start on 2 cores")
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_a_node_that_cannot_run_the_study_is_named_before_anything_runs(two_nodes, tmp_path, monkeypatch, fault):
     """The fault is made on one node only, inside its check: Python there is told that the package

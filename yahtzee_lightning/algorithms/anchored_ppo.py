@@ -4,7 +4,7 @@ Fine-tuning a near-optimal agent to a new reward (winning a match rather than sc
 plain PPO drifts: the +1/-1 result of a match says little about any one decision, and the noise of
 its advantages wears down the solitaire play faster than the new objective improves it (measured
 in BENCHMARKS.md). Here every position the learner visits is also labelled by the exact
-solitaire oracle (as in :class:`~.distill.Distill`), and the loss adds ``anchor`` times the
+solitaire oracle (as in ``Distill``), and the loss adds ``anchor`` times the
 policy's expected regret in points, ``sum_a pi(a) (Q*(a) - max Q*)``: the learner leaves the
 optimal solitaire move only where the reward's advantage outweighs ``anchor`` per point it gives
 up. (``anchor_ce`` adds the cross-entropy to the optimal move, a stronger pull.) The rest is PPO.

@@ -1,6 +1,6 @@
 """What every on-policy algorithm shares: the Lightning module and its update loop.
 
-A subclass defines only its loss (:meth:`OnPolicyAlgorithm.update`). Each training step first
+A subclass defines only its loss (``OnPolicyAlgorithm.update``). Each training step first
 collects a batch of ``games_per_batch`` whole games with the current weights (TorchRL's
 ``env.rollout`` into one preallocated rollout TensorDict, on the module's device), then learns
 from it. Collecting inside the step, rather than in a data loader, keeps the algorithms on-policy:
@@ -10,14 +10,14 @@ evaluation interval: the greedy policy plays ``eval_games`` full games in the va
 and a checkpoint follows.
 
 The class is composed by concern, each part in a module named for it. The training loop's parts
-(``yahtzee_lightning/loop/``): :mod:`~yahtzee_lightning.loop.settings` (checks, network, budget,
-schedules), :mod:`~yahtzee_lightning.loop.collection` (the env and the batch),
-:mod:`~yahtzee_lightning.loop.diagnosis` (regret against the exact oracle),
-:mod:`~yahtzee_lightning.loop.evaluation` (the evaluations and their opponents),
-:mod:`~yahtzee_lightning.loop.ensemble` (K members in one run: it comes first, and runs the other
-parts once per member) and :mod:`~yahtzee_lightning.loop.packed` (a pack learnt as one update); the
-algorithms' own: :mod:`.policy_gradient` (the pieces of the losses). What each part uses of the
-module is listed in :mod:`~yahtzee_lightning.loop.host`. This module holds the Lightning module
+(``yahtzee_lightning/loop/``): ``settings`` (checks, network, budget,
+schedules), ``collection`` (the env and the batch),
+``diagnosis`` (regret against the exact oracle),
+``evaluation`` (the evaluations and their opponents),
+``ensemble`` (K members in one run: it comes first, and runs the other
+parts once per member) and ``packed`` (a pack learnt as one update); the
+algorithms' own: ``.policy_gradient`` (the pieces of the losses). What each part uses of the
+module is listed in ``host``. This module holds the Lightning module
 itself: its settings, hooks, optimizer, and the update loop that ties the parts together.
 """
 
@@ -61,7 +61,7 @@ class OnPolicyAlgorithm(
     """Base of REINFORCE, A2C and PPO; hyperparameters: docs/hyperparameters.md.
 
     Task: ``task`` (full_game or single_turn), ``start_card`` (single turn: empty or random),
-    ``joker``, ``yahtzee_bonus``, ``boxes``. Network: see :class:`PolicyValueNet`.
+    ``joker``, ``yahtzee_bonus``, ``boxes``. Network: see ``PolicyValueNet``.
     Optimisation: Adam at ``lr`` with warm-up / hold / decay to ``r_alpha * lr``; gradient-norm
     clipping at ``tau_clip`` (0 = off); value-loss weight ``lambda_v``; entropy coefficients per
     head held at their max for ``entropy_hold`` of training then annealed to their min over
@@ -70,7 +70,7 @@ class OnPolicyAlgorithm(
     code starts it at its floor). ``upper_score_weight``: the weight of an upper-score regression
     head's loss (> 0 builds the head: it predicts each game's final upper sum); ``upper_shaping``:
     the weight of potential-based reward shaping on that head's prediction (needs the head; see
-    :meth:`~.policy_gradient.PolicyGradient.rewards`). Budget: ``total_games``
+    ``rewards``). Budget: ``total_games``
     in batches of ``games_per_batch``, ``evaluations`` evaluation intervals of ``eval_games``
     games each, and a final evaluation of ``final_eval_games`` (0 = skip) against the optimum.
     ``init_from``: a Lightning checkpoint or an agent folder whose network weights start this run
@@ -90,10 +90,10 @@ class OnPolicyAlgorithm(
     opponents (the ``two_player`` preset). ``eval_opponent``: whom the evaluations play (default:
     the training opponent; in self-play, where that would always be about half, ``optimal``).
     ``ensemble``: K members trained at once, each with its own seed and settings
-    (:mod:`~yahtzee_lightning.loop.ensemble`);
+    (``ensemble``);
     ``ensemble_update``: ``loop`` (each member's update in turn: a member learns the same weights,
     to the bit, alone or in any pack) or ``batched`` (every member's update as one computation,
-    equal to the loop's to float tolerance: :mod:`~yahtzee_lightning.loop.packed`). ``capture``: the collection's game
+    equal to the loop's to float tolerance: ``packed``). ``capture``: the collection's game
     step eager (``none``), compiled (``compile``: ``torch.compile``, any device) or replayed as a
     CUDA graph (``cudagraphs``, CUDA only); the same games, the dice drawn outside the graph.
     """
@@ -260,7 +260,7 @@ class OnPolicyAlgorithm(
     def update(self, batch: TensorDictBase, coefs: dict[str, float]) -> dict[str, float]:
         """One update on a batch of whole games; returns the metrics to log. Defined by subclasses.
 
-        :param batch: ``(games_per_batch, steps)`` of TensorDict steps from :meth:`collect`, 39 steps
+        :param batch: ``(games_per_batch, steps)`` of TensorDict steps from ``collect``, 39 steps
             a game: the state keys of ``env.keys`` (``dice`` ``(..., 5)``, ``card`` ``(..., 13)``,
             ``roll``, ``turn``, masks), the actions ``("action", "keep")`` and ``("action", "box")``
             ``(...)``, ``sample_log_prob`` and ``state_value`` ``(...)`` as recorded while acting,
@@ -268,7 +268,7 @@ class OnPolicyAlgorithm(
             ``done`` and ``terminated`` ``(..., 1)``.
         :param coefs: this point of training's ``beta_roll``, ``beta_score`` (entropy weights) and
             ``gamma``.
-        :returns: metric name to value (tensors on the device are read once, by :meth:`learn`).
+        :returns: metric name to value (tensors on the device are read once, by ``learn``).
         """
         raise NotImplementedError
 
@@ -293,15 +293,15 @@ class OnPolicyAlgorithm(
         self.learn(self.collect())
 
     def learn(self, batch: TensorDictBase) -> None:
-        """The update on a freshly collected batch (:meth:`training_step` plays it: ``collect``,
-        :mod:`yahtzee_lightning.loop.collection`; an ensemble's, :mod:`~yahtzee_lightning.loop.ensemble`,
+        """The update on a freshly collected batch (``training_step`` plays it: ``collect``,
+        ``yahtzee_lightning.loop.collection``; an ensemble's, ``ensemble``,
         plays every member's games through one stacked forward). One of three routes, each a plain call:
 
-        * one network: :meth:`learn_network`, below;
+        * one network: ``learn_network``, below;
         * an ensemble packed as one update (``ensemble_update: batched``): ``packed_learn``
-          (:mod:`yahtzee_lightning.loop.packed`), every member's :meth:`learn_network` steps at once;
-        * an ensemble member by member: ``learn_member_by_member`` (:mod:`~yahtzee_lightning.loop.ensemble`)
-          calls :meth:`learn_network` as each member in turn (``as_member``: its network, settings,
+          (``yahtzee_lightning.loop.packed``), every member's ``learn_network`` steps at once;
+        * an ensemble member by member: ``learn_member_by_member`` (``ensemble``)
+          calls ``learn_network`` as each member in turn (``as_member``: its network, settings,
           optimiser, schedule), then counts one update.
         """
         if not self.in_ensemble():
@@ -314,16 +314,16 @@ class OnPolicyAlgorithm(
     def learn_network(self, batch: TensorDictBase) -> None:
         """One network's update on its batch, its schedules and, every ``log_every`` updates, its metrics:
 
-        1. ``entropy_coefs`` and ``gamma`` (:mod:`~yahtzee_lightning.loop.settings`): the schedules now;
-        2. on a logging update only, ``diagnose`` (:mod:`~yahtzee_lightning.loop.diagnosis`): the
+        1. ``entropy_coefs`` and ``gamma`` (``settings``): the schedules now;
+        2. on a logging update only, ``diagnose`` (``diagnosis``): the
            exact regret of the batch;
-        3. ``update`` (the subclass: its loss), built from :mod:`.policy_gradient`'s parts
+        3. ``update`` (the subclass: its loss), built from ``.policy_gradient``'s parts
            (``advantages``, ``evaluate_actions`` under the acting masks, ``policy_gradient_step``),
            each optimiser step through ``step_optimizer`` (backward, clipping, Adam) below;
         4. the learning-rate schedule steps and ``updates_done`` counts the update;
-        5. on a logging update, :meth:`log_update`: the collapse metrics and ``log_dict``.
+        5. on a logging update, ``log_update``: the collapse metrics and ``log_dict``.
 
-        The logging-only metrics (the exact regret of :meth:`diagnose`, the KL drift, action
+        The logging-only metrics (the exact regret of ``diagnose``, the KL drift, action
         counts, mask diversity, top-k shares) cost about a fifth of an update; they draw no random
         numbers and change no weight, so skipping them leaves learning the same to the bit.
         """
@@ -371,7 +371,7 @@ class OnPolicyAlgorithm(
     def logs_this_update(self) -> bool:
         """Whether the update about to be made is one whose metrics are computed and logged: every
         ``log_every``-th, where Lightning's loggers write (the trainer's ``log_every_n_steps`` is
-        set to ``log_every`` in :meth:`setup`). Read from Lightning's own counters under a trainer:
+        set to ``log_every`` in ``setup``). Read from Lightning's own counters under a trainer:
         no read from the device."""
         trainer = self._trainer
         if trainer is None:  # a bare module (benchmarks, tests): the same cadence on its own counter

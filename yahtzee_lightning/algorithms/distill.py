@@ -1,9 +1,9 @@
 """Learning from the exact optimum: the student plays, the oracle labels every position it visits.
 
-Imitation with DAgger. The student (the usual :class:`PolicyValueNet`) plays batches of whole
+Imitation with DAgger. The student (the usual ``PolicyValueNet``) plays batches of whole
 games, sampling its own actions, or with probability ``teacher_mix`` the teacher's, so that it
 learns the positions its own mistakes lead to. Every visited decision is labelled by
-:class:`TurnOracle` with the expected points to come after each of the 32 keeps and each of the
+``TurnOracle`` with the expected points to come after each of the 32 keeps and each of the
 13 boxes: exact under the optimal table (full game), or the one-turn greedy values (single-turn
 task). From those labels, per step and for the head that acts:
 

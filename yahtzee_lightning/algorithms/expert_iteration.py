@@ -3,7 +3,7 @@
 The student plays; every position it reaches is labelled by the look-ahead of ``lookahead:AGENT``:
 the rest of the turn searched exactly (its dice, keeps and boxes) against the agent's own learned
 turn-start value, the value read where the batch's cards need it. The student learns those labels
-with :class:`~.distill.Distill`'s loss (cross-entropy to the search's choice, the expected points
+with ``Distill``'s loss (cross-entropy to the search's choice, the expected points
 its own choices give up against the search, the value toward the search's value). The search is
 better than the network that feeds it (it sees the whole turn exactly), so imitating it improves
 the network; learning the turn-start value again from the improved network's games
@@ -42,7 +42,7 @@ class SearchTeacher:
 
 
 class ExpertIteration(Distill):
-    """:class:`Distill` toward the agent's own search (``lookahead:value_from``) instead of the exact optimum.
+    """``Distill`` toward the agent's own search (``lookahead:value_from``) instead of the exact optimum.
 
     Args:
         value_from: an agent (folder, shipped name or hub id) carrying a turn-start value, learned

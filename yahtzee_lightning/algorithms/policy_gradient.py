@@ -1,6 +1,6 @@
 """The policy-gradient pieces the losses are built from: log-probabilities, advantages, one step, metrics.
 
-A mixin of :class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm`; REINFORCE and A2C use
+A mixin of ``OnPolicyAlgorithm``; REINFORCE and A2C use
 ``policy_gradient_step`` whole, PPO and the distillation compose their own loss from the parts.
 """
 
@@ -31,7 +31,7 @@ def read_stats(stats: dict[str, torch.Tensor | float]) -> dict[str, float]:
 #: Each step's regression target of the upper-score head: its game's final upper sum as ``(sum - 63) / 63``.
 UPPER_TARGET = "upper_target"
 
-#: The saturation signs :meth:`PolicyGradient.saturation` logs (metrics, not loss terms).
+#: The saturation signs ``PolicyGradient.saturation`` logs (metrics, not loss terms).
 SATURATION = ("max_logit_keep", "max_logit_box", "log_prob_taken")
 
 
@@ -69,7 +69,7 @@ class PolicyGradient:
     def next_values(self, batch: TensorDictBase) -> torch.Tensor:
         """``V(s_t+1)`` of every step ``(games, steps)``, mostly from the values stored at collection.
 
-        A batch is played with the current weights (:meth:`collect` runs at the start of the
+        A batch is played with the current weights (``collect`` runs at the start of the
         update, under the masks the update replays), so the value stored at step ``t + 1`` is the
         next state's value of step ``t``: only the batch's last step needs a forward pass. (After a game's last step
         the next step belongs to a new game, but a terminal step's next value is never used.)
@@ -82,10 +82,10 @@ class PolicyGradient:
     def policy_gradient_step(
         self, obs: TensorDictBase, advantage: torch.Tensor, returns: torch.Tensor, coefs: dict[str, Any]
     ) -> dict[str, torch.Tensor]:
-        """One optimizer step of :meth:`policy_gradient_loss`: the update of REINFORCE and A2C, which
+        """One optimizer step of ``policy_gradient_loss``: the update of REINFORCE and A2C, which
         differ only in the advantage ``A`` and return ``R`` they pass; returns the step's metrics
         (still on the device). In a packed ensemble every member's step at once
-        (:mod:`~yahtzee_lightning.loop.packed`)."""
+        (``packed``)."""
         return self.optimizer_step(self.policy_gradient_loss, obs, advantage, returns, coefs)
 
     def policy_gradient_loss(
@@ -96,7 +96,7 @@ class PolicyGradient:
         :param obs: ``(N,)`` flat steps (``batch.reshape(-1)``), with their recorded dropout masks.
         :param advantage: ``(N,)``, normalised here when ``normalize_advantage`` is set.
         :param returns: ``(N,)``, the value head's target.
-        :param coefs: ``beta_roll``, ``beta_score`` (see :meth:`entropy_bonus`).
+        :param coefs: ``beta_roll``, ``beta_score`` (see ``entropy_bonus``).
         """
         dist, value, *predicted = as_played(self.net, obs, self.batch_rolls, upper=self.has_upper_head)
         log_prob, value, ent_keep, ent_box = self.evaluate_actions(obs, (dist, value))
@@ -156,7 +156,7 @@ class PolicyGradient:
 
     @staticmethod
     def set_upper_targets(batch: TensorDictBase) -> None:
-        """Write each step's :data:`UPPER_TARGET`: its game's final upper sum, ``(sum - 63) / 63``
+        """Write each step's ``UPPER_TARGET``: its game's final upper sum, ``(sum - 63) / 63``
         (every game of a batch ends at its last step)."""
         final = upper_sum(batch["next", K.CARD][..., -1, :]).float()
         target = (final - UPPER_BONUS_THRESHOLD) / UPPER_BONUS_THRESHOLD
@@ -179,9 +179,9 @@ class PolicyGradient:
         grad_norm: torch.Tensor | None = None,
         clipped: torch.Tensor | None = None,
     ) -> dict[str, torch.Tensor]:
-        """The metrics every update logs, as tensors (read once per update by :meth:`learn`);
+        """The metrics every update logs, as tensors (read once per update by ``learn``);
         ``value`` None when the loss reports explained variance. The gradient's norm and clipping
-        are left out where the step is taken by :meth:`optimizer_step` (which adds them)."""
+        are left out where the step is taken by ``optimizer_step`` (which adds them)."""
         stats = {
             "loss": loss.detach(),
             **{f"loss_{k}": v.detach() for k, v in parts.items()},

@@ -1,7 +1,7 @@
 """Play and advise: a person plays Yahtzee (alone or against an agent) and learns from the exact optimum.
 
-:class:`CoachedGame` is the game both front ends drive (the terminal's ``play`` and the web
-page of ``serve``); :class:`Coach` ranks the choices of any position (``advise``). The game
+``CoachedGame`` is the game both front ends drive (the terminal's ``play`` and the web
+page of ``serve``); ``Coach`` ranks the choices of any position (``advise``). The game
 module (it needs the environments) is imported on first use, so ``advise`` stays light.
 """
 

@@ -1,7 +1,7 @@
 """What a person types and what the exact optimum says about it.
 
 Parsing of keeps (the dice values to keep, ``66 4``), boxes (names, unambiguous prefixes,
-aliases) and hand-typed cards, and :class:`Coach`: every choice of a position ranked by its
+aliases) and hand-typed cards, and ``Coach``: every choice of a position ranked by its
 expected points to come under the optimal table. Scores, legality and values all come from the
 rules engine and the solver; nothing here scores dice.
 """

@@ -1,7 +1,7 @@
 """One game for a person, alone or against an agent, with the optimum's verdict on every choice.
 
-The game runs on the package's own environments: :class:`YahtzeeEnv` for solitaire, and
-:class:`MultiPlayerYahtzeeEnv` with the person in the learner's seat (first) and the agent as the
+The game runs on the package's own environments: ``YahtzeeEnv`` for solitaire, and
+``MultiPlayerYahtzeeEnv`` with the person in the learner's seat (first) and the agent as the
 opponent, who plays its whole turn inside the person's scoring step. The terminal (``play``) and
 the web page (``serve``) both drive this class, so they play and judge the same way.
 """
@@ -56,7 +56,7 @@ def _dice(td: Observation) -> tuple[int, ...]:
 
 
 class _Match:
-    """The two-player env stepped as :class:`Games` is: the agent's turn runs inside the person's
+    """The two-player env stepped as ``Games`` is: the agent's turn runs inside the person's
     scoring step. TorchRL and TensorDict load here, for a game against an agent only."""
 
     def __init__(self, opponent: Player, rules: Rules, seed: int | None) -> None:

@@ -1,7 +1,7 @@
 """``yahtzee-lightning serve``: the coached game as a local web page.
 
 Standard library only: a threaded ``http.server`` bound to 127.0.0.1 serves one static page
-(``static/index.html``, shipped with the package) and a small JSON API over :class:`CoachedGame`,
+(``static/index.html``, shipped with the package) and a small JSON API over ``CoachedGame``,
 so the page plays and judges exactly as the terminal game does. Games live in the server's
 memory, by id; the page holds no game state of its own.
 
@@ -12,7 +12,7 @@ API (JSON in, JSON out; a bad request is ``400 {"error": "..."}``):
 * ``POST /api/game/ID/keep`` ``{"hold": [0, 3]}`` (positions 0..4 of the sorted dice) -> view
 * ``POST /api/game/ID/score`` ``{"box": "sixes"}`` (name, alias or unambiguous prefix) -> view
 
-A view is the game (:meth:`CoachedGame.to_json`) plus ``id``, ``advice`` (the ranked choices),
+A view is the game (``CoachedGame.to_json``) plus ``id``, ``advice`` (the ranked choices),
 ``lines`` (the verdicts on the decisions just made, in words), ``decisions`` (the same as data:
 position, chosen and best choice, regret), ``history`` (every verdict of the game, oldest first, so
 that a reloaded page shows the game as it was) and, once over, ``summary``. The page keeps its game's
@@ -75,7 +75,7 @@ PER_CLIENT_OPEN = 256
 
 
 class CoachServer(HTTPServer):
-    """The page and the API; ``new_game(seed)`` makes a :class:`CoachedGame`. ``port=0`` picks a free port."""
+    """The page and the API; ``new_game(seed)`` makes a ``CoachedGame``. ``port=0`` picks a free port."""
 
     request_queue_size = BACKLOG
 

@@ -65,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         help="skip the regret rows; with --no-optimal too, the exact table is neither read nor solved",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
-    parser.add_argument("--report", default=None, metavar="DIR", help="write JSON, Markdown and PNG plots here")
+    parser.add_argument(
+        "--report", default=None, metavar="DIR", help="write JSON, Markdown and PNG plots here (the study extra)"
+    )
     parser.add_argument("--players", type=int, default=1, help="2 or more: matches against --opponent")
     parser.add_argument("--opponent", default="random", help="opponent player for --players >= 2 (names as --agent)")
     parser.add_argument(
@@ -93,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     check_seed(args.seed, parser)
     if args.report:  # before the games are played: a file of the user's there is never overwritten
         from ..evaluation.report import report_clashes
+        from ..extras import require
+
+        require("study", "--report (its plots)", ("matplotlib",))
 
         if Path(args.report).is_symlink() or (Path(args.report).exists() and not Path(args.report).is_dir()):
             parser.error(f"--report {args.report}: not a folder (a file or a symbolic link is there)")

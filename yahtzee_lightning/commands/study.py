@@ -7,6 +7,8 @@ writes ``DIR/report/`` (a file per exhibit, named by its id, and ``index.md``); 
 only checks the file and lists its cells. ``study push DIR --repo-id ID`` uploads the study's run
 folders (weights, histories, configs) as a Hub dataset repo; ``study pull ID --revision REV DIR``
 puts them back into a study folder (``study/weights.py``): weights stay out of git.
+
+Needs the study extra (Ray, pandas, matplotlib, SciPy): pip install 'yahtzee-lightning[study]'.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from ..extras import require
 from .args import VerbParser, check_count, plain
 
 
@@ -88,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
+    require("study")  # after parsing: --help says which extra without it
     from ..study.spec import StudyError, load_study
 
     if args.verb == "run":

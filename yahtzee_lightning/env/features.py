@@ -2,7 +2,7 @@
 
 A feature maps the raw state TensorDict to a float tensor ``(..., size)``. Learned dice
 encoders (``emb``, ``pos_emb``) hold parameters and live with the network in ``nn/``; they read
-the raw ``dice`` key. :class:`FeatureTransform` writes the concatenation to ``observation`` for
+the raw ``dice`` key. ``FeatureTransform`` writes the concatenation to ``observation`` for
 code that wants a flat vector from the env itself.
 """
 
@@ -47,7 +47,7 @@ def register_feature(name: str, size: int, doc: str) -> Callable[[FeatureFn], Fe
     return wrap
 
 
-#: Within one :func:`encode` call, what several features read of the same state (the dice's index
+#: Within one ``encode`` call, what several features read of the same state (the dice's index
 #: among the 252 multisets, their face counts), computed once: features are computed once per
 #: collection step, on the training's hot path.
 _SHARED: ContextVar[dict[str, torch.Tensor] | None] = ContextVar("yahtzee_feature_shared", default=None)

@@ -1,6 +1,6 @@
 """A batch of games stepped on tensors alone: the environment's core, without TorchRL or TensorDict.
 
-:class:`~yahtzee_lightning.env.YahtzeeEnv` wraps it in TorchRL's specs and TensorDicts for
+``YahtzeeEnv`` wraps it in TorchRL's specs and TensorDicts for
 learning. What only plays (the evaluation protocol, the demo, the coached game) steps it directly
 and so starts without importing TensorDict and TorchRL, about 2.6 s of imports on a 2-core box.
 Both see the same games for the same seed: the dice come from here.
@@ -26,7 +26,7 @@ START_CARDS = ("empty", "random")
 #: the compiled code, so a replayed graph rolls fresh dice every step.
 CAPTURES = ("none", "compile", "cudagraphs")
 
-#: An observation: the keys of :mod:`yahtzee_lightning.env.keys` to tensors with the games' batch
+#: An observation: the keys of ``yahtzee_lightning.env.keys`` to tensors with the games' batch
 #: shape in front. A TensorDict is one as well: players read it by key alone.
 Observation = dict[str, torch.Tensor]
 
@@ -92,7 +92,7 @@ def captured(fn: Callable[..., tuple], capture: str) -> Callable[..., tuple]:
     """``fn`` (tensors in, a tuple of tensors out) as ``capture`` runs it: itself, compiled, or
     replayed as a CUDA graph, whose outputs are copied out after each replay (the next replay
     overwrites them, and a rollout keeps every step's). Each compiled one with its own code
-    (:func:`own_code`), so that captures never count against each other's recompile limit."""
+    (``own_code``), so that captures never count against each other's recompile limit."""
     if capture == "none":
         return fn
     if capture == "compile":
@@ -132,8 +132,8 @@ class Games:
     """``num_games`` games of solitaire Yahtzee with their own random generator(s).
 
     One decision a step: the keep pattern while ``roll < 2``, the box when ``roll == 2``
-    (:meth:`step` takes both and uses the one the roll calls for). The arguments are
-    :class:`~yahtzee_lightning.env.YahtzeeEnv`'s, which holds one of these.
+    (``step`` takes both and uses the one the roll calls for). The arguments are
+    ``YahtzeeEnv``'s, which holds one of these.
     """
 
     def __init__(
@@ -189,7 +189,7 @@ class Games:
             g.manual_seed(seed + i)
 
     def current(self) -> GameState:
-        """The games now (after :meth:`reset`)."""
+        """The games now (after ``reset``)."""
         if self.state is None:
             raise RuntimeError("call reset() before reading the state")
         return self.state

@@ -2,7 +2,7 @@
 
 Players alternate whole turns. The learner takes one decision per env step; when it scores, the
 opponents after it in seat order play their turns inside the same step (three decisions each,
-chosen by their :class:`~yahtzee_lightning.env.player.Player`), so a match is 39 learner steps.
+chosen by their ``Player``), so a match is 39 learner steps.
 All matches of the batch are played at once: the match state is one ``GameState`` of shape
 ``(num_envs, n_players)``.
 """
@@ -30,10 +30,10 @@ class MultiPlayerYahtzeeEnv(YahtzeeEnv):
     """``num_envs`` matches of ``n_players`` (the learner and ``n_players - 1`` opponents).
 
     Args:
-        opponents: one :class:`Player` per opponent seat, a single one used for every seat, or a
+        opponents: one ``Player`` per opponent seat, a single one used for every seat, or a
             callable that makes a fresh player for each seat (names are turned into players
-            above the env: :func:`yahtzee_lightning.players.make_player` for the built-in ones,
-            :func:`yahtzee_lightning.resolve.resolve_player` for agent folders and hub ids too).
+            above the env: ``yahtzee_lightning.players.make_player`` for the built-in ones,
+            ``yahtzee_lightning.resolve.resolve_player`` for agent folders and hub ids too).
         reward: ``win`` (+1/0/-1 at the end), ``margin`` (a loss costs margin/100),
             ``fixed_target`` (+1 if the final score reaches ``target``, else -1),
             ``moving_target`` (the target is ``moving_margin`` above the running mean of the
@@ -42,7 +42,7 @@ class MultiPlayerYahtzeeEnv(YahtzeeEnv):
             steps (``box_baseline``: e.g. the optimal player's mean per box).
         learner_seat: ``first``, ``second``, ``random`` (per match) or ``alternate`` (match i
             sits in seat ``i % n_players``: every seat equally often, without sampling noise).
-        Other arguments as :class:`YahtzeeEnv` (the task is always the full game).
+        Other arguments as ``YahtzeeEnv`` (the task is always the full game).
     """
 
     def __init__(

@@ -1,7 +1,7 @@
 """The Player interface: what chooses the actions of a seat, for evaluation and the opponents of a match.
 
 It lives with the env, which takes players for the other seats of a match; the players themselves
-(optimal, greedy, random, trained agents) live in :mod:`yahtzee_lightning.players`.
+(optimal, greedy, random, trained agents) live in ``yahtzee_lightning.players``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from .games import Observation
 class Player(ABC):
     """Chooses actions for a batch of games from the environment's raw observation.
 
-    ``obs`` (a TensorDict from the env, or a dict from :class:`~yahtzee_lightning.env.games.Games`:
-    read it by key only) carries the keys of :mod:`yahtzee_lightning.env.keys` (dice, card, roll, turn,
+    ``obs`` (a TensorDict from the env, or a dict from ``Games``:
+    read it by key only) carries the keys of ``yahtzee_lightning.env.keys`` (dice, card, roll, turn,
     yahtzee_bonuses, score, keep_mask, box_mask) with batch shape ``(N,)``. A player returns a
     keep pattern (0..31, bit i keeps sorted die i) and a box (0..12) for every game; the game
     uses the keep where ``roll < 2`` and the box where ``roll == 2``, and the box must be legal

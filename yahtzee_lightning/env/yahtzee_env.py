@@ -22,8 +22,8 @@ class LegalCategorical(Categorical):
 
     TorchRL's ``RandomPolicy`` (and so ``Collector(env, policy=None)``) samples from a clone of the
     env's action spec taken once, when it is made; a plain ``Categorical``'s clone keeps a copy of
-    the mask of that moment, and plays filled boxes a step later. Here :meth:`update_mask` writes
-    into one mask tensor in place and :meth:`clone` shares that tensor, so every clone (the env's,
+    the mask of that moment, and plays filled boxes a step later. Here ``update_mask`` writes
+    into one mask tensor in place and ``clone`` shares that tensor, so every clone (the env's,
     a policy's, a ``TransformedEnv``'s, which TorchRL's ``ActionMask`` transform updates) samples
     what is legal now. A row with no legal action (a finished game, whose action is never used)
     samples any. ``to(device)`` gives an unshared all-legal spec, as TorchRL's ``Categorical`` drops
@@ -65,7 +65,7 @@ def observe(
     score: torch.Tensor | None = None,
     keep_mask: torch.Tensor | None = None,
 ) -> TensorDict:
-    """:func:`~yahtzee_lightning.env.games.observation` as a TensorDict with the games' batch shape."""
+    """``observation`` as a TensorDict with the games' batch shape."""
     return TensorDict(
         observation(state, box_mask, score, keep_mask), batch_size=state.dice_idx.shape, device=state.card.device
     )
@@ -77,8 +77,8 @@ class YahtzeeEnv(EnvBase):
     Each step is one decision: the keep choice while ``roll < 2``, the box when ``roll == 2``;
     the action TensorDict carries both and the env uses the one the roll index calls for.
     Observations are the raw state plus legal-action masks; features for networks come from
-    :mod:`yahtzee_lightning.env.features`. The action spec's masks follow the state
-    (:class:`LegalCategorical`), so ``env.rand_action``, ``env.rollout(n)`` without a policy,
+    ``yahtzee_lightning.env.features``. The action spec's masks follow the state
+    (``LegalCategorical``), so ``env.rand_action``, ``env.rollout(n)`` without a policy,
     TorchRL's ``RandomPolicy(env.action_spec)`` and ``Collector(env, policy=None)`` only take legal
     actions; ``keep_mask`` and ``box_mask`` serve TorchRL's ``ActionMask`` transform and
     ``MaskedCategorical`` as they are.
@@ -87,7 +87,7 @@ class YahtzeeEnv(EnvBase):
         num_envs: games in the batch (>= 1).
         task: ``full_game`` (all boxes, 3 steps a turn) or ``single_turn`` (3 steps from a
             start card drawn by ``start_card``).
-        rules: a :class:`~yahtzee_lightning.game.Rules` or a dict of its fields.
+        rules: a ``Rules`` or a dict of its fields.
         keep_format: ``pattern`` (one of 32) or ``bits`` (5 keep bits).
         start_card: ``empty`` or ``random`` (a random partly filled card); single turn only
             uses it unless ``task == "full_game"`` and it is ``empty``.
@@ -102,7 +102,7 @@ class YahtzeeEnv(EnvBase):
             depend on the others' seeds; one seed in a list plays as that seed alone).
         capture: ``none``, ``compile`` (the step's arithmetic as one compiled function) or
             ``cudagraphs`` (that function replayed as a CUDA graph; CUDA only): see
-            :data:`~yahtzee_lightning.env.games.CAPTURES`. The same games for the same seed.
+            ``CAPTURES``. The same games for the same seed.
     """
 
     batch_locked = True

@@ -45,7 +45,7 @@ SEAT_NAMES = ("first", "second", "third", "fourth", "fifth", "sixth")
 
 class EndgameCheck:
     """Counts how often a player's keeps agree with the exact win-maximising keep of its last turn
-    (:mod:`..solver.endgame`), in the positions where that applies: its last turn, every opponent
+    (``..solver.endgame``), in the positions where that applies: its last turn, every opponent
     finished. The box of a last turn is forced (one box is open), so only keeps are counted."""
 
     def __init__(self, rules: Rules) -> None:
@@ -106,9 +106,9 @@ def play_matches(
     player has a small edge, so ``learner_seat="alternate"`` (the default) seats the player
     first and second equally often. ``progress``: a bar counting finished games, advanced a turn
     at a time (a batch takes seconds). ``endgame_check``: also count how often the player's keeps
-    on its last turn agree with the exact win-maximising ones (:class:`EndgameCheck`).
+    on its last turn agree with the exact win-maximising ones (``EndgameCheck``).
     An ``opponent`` given by name is made afresh for every seat of every batch, by
-    :func:`~yahtzee_lightning.players.make_player` with ``load`` (``resolve.load_agent`` for agent
+    ``make_player`` with ``load`` (``resolve.load_agent`` for agent
     folders and hub ids).
     """
     if games < 1:

@@ -1,7 +1,7 @@
 """The evaluation protocol (docs/metrics.md): play N seeded games and summarise them.
 
-Games are played in batches of the environment's own games (:class:`~yahtzee_lightning.env.games.Games`,
-the same dice as :class:`YahtzeeEnv` for a seed, without loading TorchRL); every decision is also scored against
+Games are played in batches of the environment's own games (``Games``,
+the same dice as ``YahtzeeEnv`` for a seed, without loading TorchRL); every decision is also scored against
 the exact optimum (regret: expected points lost against the best choice), split into keep and
 box decisions. The same seed gives the same numbers.
 """
@@ -96,7 +96,7 @@ def _mean_sd_se(x: torch.Tensor) -> dict[str, float]:
 
 
 def summarize(raw: dict[str, torch.Tensor], rules: Rules) -> dict:
-    """Every statistic of the protocol from :func:`play_games` output."""
+    """Every statistic of the protocol from ``play_games`` output."""
     card, bonuses = raw["card"], raw["bonuses"]
     score = card_total(card, bonuses).double()
     n = len(score)
@@ -197,7 +197,7 @@ def lookahead_comparison(
     """The look-ahead beside the network alone over the same ``games`` games: mean, regret per game,
     keep and box, by turn and by box, and the look-ahead's seconds per game on this machine (its
     table built). What an agent's card shows of its ``lookahead:``. ``network``: the network's
-    :func:`evaluate` summary on these games when the caller has it (not played again)."""
+    ``evaluate`` summary on these games when the caller has it (not played again)."""
     start = time.perf_counter()
     lookahead = make_lookahead()
     play_games(lookahead, games, seed, player.rules)  # the same games, timed without the regret's oracle

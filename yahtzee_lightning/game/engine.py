@@ -61,13 +61,13 @@ class ReadAhead:
     dispatched beyond one run's. Held here, the values of many steps are drawn at once, one call a
     generator, and each step takes its share of every block with one slice.
 
-    ``make`` is the kind (``torch.rand``, or :func:`randint`'s partial for one range): one object
+    ``make`` is the kind (``torch.rand``, or ``randint``'s partial for one range): one object
     serves one kind, since a generator's stream of one kind is not that of another. A CPU
     generator's stream is serial, so the values are those drawing each time would give, to the
     bit (``tests/game/test_read_ahead.py``); on CUDA the same law, other numbers.
 
     How far ahead: ``free`` generators (the env's dice: nothing else draws from them) read ahead
-    up to 64 draws at a time; the others only as far as :meth:`allow` says, and otherwise exactly
+    up to 64 draws at a time; the others only as far as ``allow`` says, and otherwise exactly
     what is asked, since after these draws the generator has another user (a member's generator
     draws its minibatch orders after the batch's noise) and nothing may be drawn that was its.
     """
@@ -116,14 +116,14 @@ class ReadAhead:
 #: Where a batch's randomness comes from: the global generator (None), one generator, or one
 #: generator per equal block of the leading (games) dimension, so that each block of games (an
 #: ensemble member's) plays the same dice whatever the other blocks' generators were seeded with
-#: (or those generators read ahead, :class:`ReadAhead`).
+#: (or those generators read ahead, ``ReadAhead``).
 Generators = torch.Generator | Sequence[torch.Generator] | ReadAhead | None
 
 
 def draw(
     make: Callable[..., torch.Tensor], shape: tuple[int, ...], device: torch.device | str | None, generator: Generators
 ) -> torch.Tensor:
-    """``make(shape, device=, generator=)`` (``torch.rand`` or a :func:`randint` partial), by blocks
+    """``make(shape, device=, generator=)`` (``torch.rand`` or a ``randint`` partial), by blocks
     of the leading dimension when ``generator`` is a sequence (one call per generator)."""
     if generator is None or isinstance(generator, torch.Generator):
         return make(shape, device=device, generator=generator)
@@ -135,7 +135,7 @@ def draw(
 
 @functools.cache
 def randint(high: int) -> Callable[..., torch.Tensor]:
-    """``torch.randint(0, high, ...)`` as a ``make`` for :func:`draw` (one object per ``high``)."""
+    """``torch.randint(0, high, ...)`` as a ``make`` for ``draw`` (one object per ``high``)."""
     return functools.partial(torch.randint, 0, high)
 
 
@@ -160,7 +160,7 @@ def reroll(
     fresh: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Re-roll the dice not kept. ``keep`` is a pattern index (0..31) or None (roll all).
-    ``fresh``: the five faces (0..5) each game would roll, drawn by the caller (:func:`fresh_faces`)."""
+    ``fresh``: the five faces (0..5) each game would roll, drawn by the caller (``fresh_faces``)."""
     if dice_idx is not None:
         shape, device = tuple(dice_idx.shape), dice_idx.device
     T = tables(device)

@@ -1,10 +1,10 @@
 """One game at a time in pure Python: the batched engine's rules over plain lists.
 
 A batched tensor engine pays a few microseconds of dispatch per operation, which a batch of
-thousands hides and a batch of one does not. :class:`SingleGame` plays the same rules (every
-:class:`~yahtzee_lightning.game.Rules` variant, the same start cards) from Python lists built once
+thousands hides and a batch of one does not. ``SingleGame`` plays the same rules (every
+``Rules`` variant, the same start cards) from Python lists built once
 from the shared tables, so that one decision costs a few list look-ups. ``tests/game/test_single_game.py``
-checks it move by move against :func:`~yahtzee_lightning.game.engine.step`.
+checks it move by move against ``step``.
 
 Randomness comes in as a *roll code*: an int in ``0..7775``, the base-6 digits of five fresh
 dice in die order (digit i is die i's face minus one), exactly what the batched engine draws. A
@@ -54,7 +54,7 @@ class ListTables:
 
 @cache
 def list_tables() -> ListTables:
-    """Built once per process from :func:`~yahtzee_lightning.game.tables.tables`."""
+    """Built once per process from ``tables``."""
     T = tables("cpu")
     powers = N_FACES ** torch.arange(N_DICE)
     keeps = T.keep_bits.long().T  # (5, 32)
@@ -116,7 +116,7 @@ class SingleGame:
         return [OPEN if b in self.rules.boxes else 0 for b in range(N_BOXES)]
 
     def random_card(self, rng: random.Random) -> list[int]:
-        """A random partly filled card, drawn as :func:`~yahtzee_lightning.game.engine.random_partial_cards`
+        """A random partly filled card, drawn as ``random_partial_cards``
         draws them: a uniform number (0..n-1) of the boxes in play, each scored on a random roll."""
         card = self.empty_card()
         boxes = self.rules.boxes

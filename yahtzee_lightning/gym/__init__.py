@@ -3,15 +3,16 @@
 Importing this package only registers the Gymnasium ids (with string entry points, so that no
 torch module loads until an env is made); the envs live in its modules:
 
-* :mod:`.spaces`: the one observation and action layout (``Discrete(45)``, a 39-entry vector and
+* ``.spaces``: the one observation and action layout (``Discrete(45)``, a 39-entry vector and
   the 45-entry action mask) and the batched encoder of engine states;
-* :mod:`.single`: ``YahtzeeGymEnv``, one game as a ``gymnasium.Env`` on the fast single-game engine;
-* :mod:`.vector`: ``YahtzeeVectorEnv``, N games as one ``gymnasium.vector.VectorEnv`` on the batched
-  engine (what ``gymnasium.make_vec`` makes of the ids); :mod:`.sb3`: ``YahtzeeSB3VecEnv``, the same
-  as a Stable-Baselines3 ``VecEnv``; :mod:`.policy`: ``GymPolicyPlayer``, any policy over these
+* ``.single``: ``YahtzeeGymEnv``, one game as a ``gymnasium.Env`` on the fast single-game engine;
+* ``.vector``: ``YahtzeeVectorEnv``, N games as one ``gymnasium.vector.VectorEnv`` on the batched
+  engine (what ``gymnasium.make_vec`` makes of the ids); ``.sb3``: ``YahtzeeSB3VecEnv``, the same
+  as a Stable-Baselines3 ``VecEnv``; ``.policy``: ``GymPolicyPlayer``, any policy over these
   observations (an SB3 model zip too) as a player, for ``evaluate``;
-* :mod:`.pettingzoo`: ``YahtzeeAECEnv``, a match of 2-4 players as a PettingZoo AEC env.
+* ``.pettingzoo``: ``YahtzeeAECEnv``, a match of 2-4 players as a PettingZoo AEC env.
 
+Needs the gym extra (Gymnasium, PettingZoo, Stable-Baselines3): pip install 'yahtzee-lightning[gym]'.
 Registered ids: ``yahtzee_lightning/Yahtzee-v0`` (the full game from an empty card) and
 ``yahtzee_lightning/YahtzeeSingleTurn-v0`` (one turn from a random, partly filled card); both take
 the rule variants as keywords (``joker``, ``yahtzee_bonus``, ``boxes`` or ``rules``).

@@ -1,8 +1,8 @@
 """A match of 2-4 players as a PettingZoo AEC env, and any project player at a seat.
 
 Seats ``player_0`` .. ``player_{P-1}`` play whole turns in seat order (three decisions each: keep,
-keep, box), on the same rules engine as :mod:`yahtzee_lightning.gym.single`. Spaces follow
-PettingZoo's classic games: ``Discrete(45)`` actions (:mod:`yahtzee_lightning.gym.spaces`) and a
+keep, box), on the same rules engine as ``yahtzee_lightning.gym.single``. Spaces follow
+PettingZoo's classic games: ``Discrete(45)`` actions (``yahtzee_lightning.gym.spaces``) and a
 dict observation whose ``action_mask`` (45 int8) allows the legal actions of the seat to move
 (all zeros for the others). The ``observation`` vector is the solitaire layout's 39 entries of
 the seat's own game, then, for each opponent in seat order after it, its 13 open boxes (1 = in
@@ -13,9 +13,9 @@ Rewards (``reward=``): ``points`` (default), each step's change of the mover's o
 (so a seat's return is its final score); ``win``, 0 until the match ends, then +1 for the winner,
 -1 for every other seat, 0 for the seats tied for first.
 
-A seat can be played by any :class:`~yahtzee_lightning.env.player.Player` of this project
+A seat can be played by any ``Player`` of this project
 (``optimal``, ``greedy``, ``random``, ``winseeking``, a trained agent's folder or hub id) through
-:class:`Seat`; :func:`play_match` runs a whole match through the AEC API.
+``Seat``; ``play_match`` runs a whole match through the AEC API.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class YahtzeeAECEnv(AECEnv):
 
     Args:
         n_players: 2, 3 or 4.
-        rules: a :class:`~yahtzee_lightning.game.Rules` or a dict of its fields.
+        rules: a ``Rules`` or a dict of its fields.
         reward: ``points`` or ``win``.
         render_mode: None or ``ansi``.
         joker, yahtzee_bonus, boxes: rule variants on top of ``rules``.
@@ -173,9 +173,9 @@ class YahtzeeAECEnv(AECEnv):
 class Seat:
     """A project player at a seat: ``seat(env, agent)`` is that player's flat action for ``agent``.
 
-    ``player`` is a :class:`~yahtzee_lightning.env.player.Player`: a name (``optimal``, ``greedy``,
+    ``player`` is a ``Player``: a name (``optimal``, ``greedy``,
     ``random``, ``winseeking``, an agent folder or hub id) becomes one through
-    :func:`~yahtzee_lightning.resolve.resolve_player`, which sits above these envs. It sees what the
+    ``resolve_player``, which sits above these envs. It sees what the
     TorchRL match env shows a seat: its own game and the opponents' cards and scores.
     """
 
@@ -228,7 +228,7 @@ SeatPolicy = Callable[[YahtzeeAECEnv, str], int]
 
 def play_match(env: YahtzeeAECEnv, seats: Mapping[str, SeatPolicy], seed: int | None = None) -> dict[str, int]:
     """Play one whole match through the AEC API (``agent_iter``, ``last``, ``step``): ``seats`` maps
-    every agent to a callable ``(env, agent) -> action`` (a :class:`Seat`, or any function of the
+    every agent to a callable ``(env, agent) -> action`` (a ``Seat``, or any function of the
     observation). Returns each seat's final score."""
     missing = sorted(set(env.possible_agents) - set(seats))
     if missing:

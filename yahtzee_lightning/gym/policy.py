@@ -1,9 +1,9 @@
 """Any policy over Gymnasium observations as a player: the same evaluation table as our agents.
 
-:class:`GymPolicyPlayer` wraps a callable that maps Gymnasium observations (the layout of
-:mod:`yahtzee_lightning.gym.spaces`) to flat actions, so that ``evaluate`` plays it over
+``GymPolicyPlayer`` wraps a callable that maps Gymnasium observations (the layout of
+``yahtzee_lightning.gym.spaces``) to flat actions, so that ``evaluate`` plays it over
 batches of seeded games and scores each of its decisions against the exact optimum.
-:func:`sb3_player` makes one from a Stable-Baselines3 model file (``evaluate --agent
+``sb3_player`` makes one from a Stable-Baselines3 model file (``evaluate --agent
 sb3:PATH``). An SB3 zip holds pickled parts (its spaces and policy class): it is read only when
 the user names that file, and its spaces must be this env's, or it is refused.
 """
@@ -39,7 +39,7 @@ def state_of(obs: TensorDictBase) -> GameState:
 
 
 class GymPolicyPlayer(Player):
-    """A policy over Gymnasium observations as a :class:`Player`.
+    """A policy over Gymnasium observations as a ``Player``.
 
     ``policy`` maps a batch of observations (a dict of ``(N, ...)`` arrays: ``observation`` and
     ``action_mask``) to ``N`` actions 0..44; with ``batched=False`` it maps one observation to

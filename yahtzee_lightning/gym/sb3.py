@@ -1,7 +1,7 @@
 """N games in one object for Stable-Baselines3: a ``VecEnv`` on the batched engine.
 
 SB3's own vector envs (``DummyVecEnv``, ``SubprocVecEnv``) step one Python env per game; this
-one steps every game at once (:class:`~yahtzee_lightning.gym.vector.BatchedGames`), so an
+one steps every game at once (``BatchedGames``), so an
 algorithm collects thousands of games per step. sb3-contrib's ``MaskablePPO`` reads the legal
 actions through ``env_method("action_masks")``; a finished game restarts in the same step, its
 last observation in ``infos[i]["terminal_observation"]``, as SB3 expects. Needs
@@ -24,7 +24,7 @@ from .vector import BatchedGames
 
 class YahtzeeSB3VecEnv(VecEnv):
     """``num_envs`` games of Yahtzee as one SB3 ``VecEnv`` (the arguments of
-    :class:`~yahtzee_lightning.gym.vector.YahtzeeVectorEnv`); use ``MultiInputPolicy``."""
+    ``YahtzeeVectorEnv``); use ``MultiInputPolicy``."""
 
     render_mode = None
 

@@ -8,7 +8,7 @@ Registered as ``yahtzee_lightning/Yahtzee-v0`` (the full game) and
     obs, info = env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(int(obs["action_mask"].argmax()))
 
-The spaces are :mod:`yahtzee_lightning.gym.spaces`'s (``Discrete(45)``; a dict of the 39-entry
+The spaces are ``yahtzee_lightning.gym.spaces``'s (``Discrete(45)``; a dict of the 39-entry
 ``observation`` and the 45-entry ``action_mask``); ``action_masks()`` gives the mask as bools for
 sb3-contrib's MaskablePPO. The reward of a step is the change in total score (a box's points, the
 upper bonus when reached, +100 per bonus Yahtzee), so an episode's return is the game's score
@@ -81,7 +81,7 @@ class YahtzeeGymEnv(gymnasium.Env):
     """One game at a time: 32 keep actions, 13 box actions, the mask in the observation.
 
     Args:
-        rules: a :class:`~yahtzee_lightning.game.Rules` or a dict of its fields.
+        rules: a ``Rules`` or a dict of its fields.
         task: ``full_game`` (an episode is a whole game: 3 decisions a turn) or ``single_turn``
             (an episode is one turn: 3 decisions).
         start_card: ``empty`` or ``random`` (a random, partly filled card, as the TorchRL env draws).

@@ -20,7 +20,7 @@ the same mask as a bool array from ``env.action_masks()``). The ``observation`` 
   without the Yahtzee or upper bonus), 0 if it is filled or barred, / 50, clipped to 1.
 
 The mask allows every keep while rolling (roll 0 and 1), the legal boxes at the scoring decision
-(roll 2), and nothing once every box is filled. :func:`encode_batch` encodes a batch of engine
+(roll 2), and nothing once every box is filled. ``encode_batch`` encodes a batch of engine
 states; the single-game env builds the same vectors from its own state (a test checks they agree).
 """
 
@@ -85,7 +85,7 @@ class MaskedDiscrete(spaces.Discrete):
 
 def action_space(current_mask: Callable[[], np.ndarray] | None = None) -> spaces.Discrete:
     """``Discrete(45)``: 32 keep patterns, then 13 boxes; given the env's ``current_mask``, its
-    ``sample()`` draws legal actions (:class:`MaskedDiscrete`)."""
+    ``sample()`` draws legal actions (``MaskedDiscrete``)."""
     return spaces.Discrete(N_ACTIONS) if current_mask is None else MaskedDiscrete(current_mask)
 
 
@@ -150,7 +150,7 @@ _NO_KEEP = [0] * N_KEEPS
 
 
 def encode_single(game: SingleGame) -> tuple[np.ndarray, np.ndarray]:
-    """The observation ``(39,) float32`` and action mask ``(45,) int8`` of one game (as :func:`encode_batch`)."""
+    """The observation ``(39,) float32`` and action mask ``(45,) int8`` of one game (as ``encode_batch``)."""
     counts, roll, turn, upper, score = _single_parts()
     obs = counts[game.dice] + list(map(float, game.is_open)) + roll[game.roll]
     holds_50 = 1.0 if game.card[YAHTZEE_BOX] == 50 else 0.0

@@ -3,11 +3,11 @@
 Not N processes nor N single envs: one batch of games on the rules engine, stepped by one call
 of tensors, so a step of 4096 games costs about what a step of one does. The spaces, the flat
 action (0..31 keep pattern, 32..44 box) and the observation are those of the single-game env
-(:mod:`yahtzee_lightning.gym.spaces`). Autoreset is **same-step**
+(``yahtzee_lightning.gym.spaces``). Autoreset is **same-step**
 (``metadata["autoreset_mode"] == AutoresetMode.SAME_STEP``): a game that ends is restarted in
 the same ``step``, which returns the new game's first observation, and the last observation of
 the finished one is in ``infos["final_obs"]`` (``infos["_final_obs"]`` says which). That is the
-mode Stable-Baselines3 expects too (:mod:`yahtzee_lightning.gym.sb3`), and with it no step is
+mode Stable-Baselines3 expects too (``yahtzee_lightning.gym.sb3``), and with it no step is
 spent on a reset.
 """
 
@@ -122,7 +122,7 @@ class YahtzeeVectorEnv(gymnasium.vector.VectorEnv):
     """``num_envs`` games of Yahtzee as one Gymnasium vector env (same-step autoreset).
 
     ``task``: ``full_game`` (39 steps a game) or ``single_turn`` (3 steps from a start card drawn
-    by ``start_card``: ``empty`` or ``random``); ``rules``: a :class:`Rules` or a dict of its
+    by ``start_card``: ``empty`` or ``random``); ``rules``: a ``Rules`` or a dict of its
     fields, with the keywords ``joker``, ``yahtzee_bonus``, ``boxes`` on top (as the single env).
     ``gymnasium.make_vec("yahtzee_lightning/Yahtzee-v0", num_envs=N)`` makes one (the ids'
     vector entry point). ``action_masks()`` gives the legal actions ``(N, 45)`` (bool), as sb3-contrib reads

@@ -39,7 +39,7 @@ def resolve_folder(
     repo alone, not of a local folder that was never asked for. ``repo_type`` and ``patterns`` (the
     files wanted; an agent's by default) let a study's weights (a dataset repo) come the same way.
 
-    Every downloaded file is checked against its hub checksum (:func:`damaged_files`): a damaged
+    Every downloaded file is checked against its hub checksum (``damaged_files``): a damaged
     one, or a plain file where the cache keeps a link to a checked blob, is downloaded again with a
     warning, or, offline, is an ``AgentFormatError``. Hub failures
     that mean "no such agent" become ``AgentNotFoundError``; other network errors (a server

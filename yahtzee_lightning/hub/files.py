@@ -1,6 +1,6 @@
 """The checks an agent folder's files pass before they are trusted: the weights (and the optional
 turn-start value) against their config and their sha256, wherever that is recorded (the files'
-names and the agent errors: :mod:`.layout`)."""
+names and the agent errors: ``.layout``)."""
 
 from __future__ import annotations
 
@@ -175,7 +175,7 @@ def with_side_files(
     """Add (or replace) a side network of the agent folder ``directory`` (the turn-start or win
     value) in one step: ``write(folder)`` writes its ``file``, ``config.json`` gains ``entry`` under
     ``key`` and the card becomes ``card(old card or None)``. The agent's other files are linked
-    into a new sibling folder beside them, and the two swap places (:func:`..replace.replacing`):
+    into a new sibling folder beside them, and the two swap places (``..replace.replacing``):
     a kill at any instant leaves the old agent or the new one, never a value its config does not
     name. Files of the user's in the folder stay (and stay the user's)."""
     from ..manifest import Manifest

@@ -9,7 +9,7 @@ WEIGHTS_NAME = "model.safetensors"
 CARD_NAME = "README.md"
 #: The optional turn-start value (``lookahead:AGENT`` searches against it), beside the weights.
 VALUE_NAME = "turn_value.safetensors"
-#: The optional win value (``winlookahead:AGENT``; :mod:`.win_value`).
+#: The optional win value (``winlookahead:AGENT``; ``.win_value``).
 WIN_VALUE_NAME = "win_value.safetensors"
 #: What belongs to an agent folder: pushed, downloaded and copied; anything else stays behind.
 ARTEFACT_PATTERNS = [CONFIG_NAME, WEIGHTS_NAME, CARD_NAME, VALUE_NAME, WIN_VALUE_NAME, "*.yaml"]

@@ -25,12 +25,12 @@ DEADLINE_ENV = "YAHTZEE_LIGHTNING_HUB_DEADLINE"
 
 
 class HubDeadlineError(AgentError):
-    """A download that did not finish within its deadline (:func:`hub_deadline`); the message says how far it got."""
+    """A download that did not finish within its deadline (``hub_deadline``); the message says how far it got."""
 
 
 def hub_deadline() -> float:
     """The deadline a download of an agent has, in seconds: ``$YAHTZEE_LIGHTNING_HUB_DEADLINE`` or
-    :data:`DEFAULT_DEADLINE_S`; a value that is not a number of seconds is refused in one line."""
+    ``DEFAULT_DEADLINE_S``; a value that is not a number of seconds is refused in one line."""
     raw = os.environ.get(DEADLINE_ENV)
     if raw is None or not raw.strip():
         return DEFAULT_DEADLINE_S
@@ -149,7 +149,7 @@ def _bounded(timeout: float | None) -> float | None:
 
 
 def _bounded_io(op: Callable[[float | None], T], timeout: float | None) -> T:
-    """``op(timeout)`` (a socket operation) with :func:`_bounded`'s timeout; one that timed out at the
+    """``op(timeout)`` (a socket operation) with ``_bounded``'s timeout; one that timed out at the
     deadline raises the download's failure (not a timeout the library would retry, with a warning)."""
     try:
         return op(_bounded(timeout))
@@ -160,9 +160,9 @@ def _bounded_io(op: Callable[[float | None], T], timeout: float | None) -> T:
 
 def bound_hub_sockets() -> None:
     """Wrap the network backend of ``huggingface_hub``'s HTTP client (its connection pools) so that
-    every connect, read and write is bounded by :func:`_bounded`: headers and bodies alike. Where the
+    every connect, read and write is bounded by ``_bounded``: headers and bodies alike. Where the
     client is not built as expected, nothing is wrapped (the caller's thread still returns at the
-    deadline: :func:`within_deadline`)."""
+    deadline: ``within_deadline``)."""
     from huggingface_hub.utils import get_session
 
     session = get_session()
@@ -197,7 +197,7 @@ class _BoundedStream:
 
 
 class _BoundedBackend:
-    """A network backend whose connections are :class:`_BoundedStream` s."""
+    """A network backend whose connections are ``_BoundedStream`` s."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner

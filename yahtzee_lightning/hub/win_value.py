@@ -1,7 +1,7 @@
 """An agent folder's optional win value (``winlookahead:AGENT``): its file, ``config.json`` entry and
-card section, and the checks it passes before it is trusted (as the turn-start value's, :mod:`.files`).
+card section, and the checks it passes before it is trusted (as the turn-start value's, ``.files``).
 
-``win_value.safetensors`` holds a :class:`..solver.win_value.WinValueNet`; ``config.json``'s
+``win_value.safetensors`` holds a ``..solver.win_value.WinValueNet``; ``config.json``'s
 ``win_value`` names the file, the network (``WinValueNet(**network)``), its sha256 and how it was
 learned. The sha256 is also in the file's metadata and, where the card carries a section on it, on
 the card: each must match the tensors, or the folder is refused.
@@ -59,7 +59,7 @@ def win_value_section(entry: dict) -> str:
 def save_win_value(directory: str | Path, net: WinValueNet, info: dict) -> Path:
     """Add (or replace) the win value in the agent folder ``directory``: its file, ``config.json``'s
     ``win_value`` entry and the card's section (the rest of the card kept), in one step
-    (:func:`.files.with_side_files`)."""
+    (``.files.with_side_files``)."""
     entry = win_value_entry(net, info)
 
     def card(old: str | None) -> str:

@@ -74,7 +74,7 @@ class RunCheckpoint(ModelCheckpoint):
 
 
 def is_run_checkpoint(class_path: str) -> bool:
-    """Whether a config's callback ``class_path`` names :class:`RunCheckpoint` (or a subclass)."""
+    """Whether a config's callback ``class_path`` names ``RunCheckpoint`` (or a subclass)."""
     if "." not in class_path:  # jsonargparse's short form
         return class_path == RunCheckpoint.__name__
     module, _, name = class_path.rpartition(".")

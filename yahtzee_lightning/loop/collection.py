@@ -1,6 +1,6 @@
 """Collection: the games of each update, played inside the training step with the current weights.
 
-A mixin of :class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm` with the loaders that
+A mixin of ``OnPolicyAlgorithm`` with the loaders that
 drive Lightning's loops (the data itself is played in ``training_step``, see ``base.py``).
 """
 
@@ -199,7 +199,7 @@ class Collection:
 
     @property
     def batch_rolls(self) -> str | None:
-        """The rolls of a batch's steps, for the network (:meth:`PolicyValueNet.heads`), or None.
+        """The rolls of a batch's steps, for the network (``PolicyValueNet.heads``), or None.
 
         A single player's games all start at roll 0 and every turn takes ``N_ROLLS`` steps, so at
         step ``t`` of a batch every game is at roll ``t % N_ROLLS``, and a batch's games (or any of

@@ -1,6 +1,6 @@
 """Diagnosis against the exact oracle: the regret of the greedy policy's decisions during training.
 
-A mixin of :class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm`; the oracle is built on
+A mixin of ``OnPolicyAlgorithm``; the oracle is built on
 first use and kept (``self._oracles``), and the evaluations score their games with it too.
 """
 

@@ -9,18 +9,18 @@ setting of the loss and the optimiser given per member (``lr``, the entropy coef
 
 What is shared is the cost of playing: one env holds the K x ``games_per_batch`` games, each
 member's block of games drawn from its own generator (seeded with its seed), and one stacked
-forward pass (:class:`~yahtzee_lightning.nn.ensemble.StackedNet`) plays every member's games
+forward pass (``StackedNet``) plays every member's games
 with its own weights. Everything else is the single run's code, run once per member with that
-member as ``self.net`` and its settings as ``self.hparams`` (:meth:`Ensemble.as_member`): the
+member as ``self.net`` and its settings as ``self.hparams`` (``Ensemble.as_member``): the
 algorithm's loss, its schedules, its own Adam and learning-rate schedule (one optimiser per
 member), gradient clipping, the diagnostics and the evaluations. So every algorithm built on
-:class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm` gets an ensemble without code of its
+``OnPolicyAlgorithm`` gets an ensemble without code of its
 own, and a member learns
 as the single run with its settings would, independently of the others: its weights start from
 its own seed, its games' dice come from its own generator, its action samples, minibatch orders
 and dropout masks from another generator of its own (seeded from its seed, as a single run's),
 and its update sees only its games; the stacked forward pass computes its rows as it would
-compute them alone (:mod:`~yahtzee_lightning.nn.ensemble`). So a member's result is a function
+compute them alone (``ensemble``). So a member's result is a function
 of its own seed and settings: alone or among any others, it learns the same weights, to the bit
 on one machine and thread count. A one-member ensemble is the single run with that seed (up to
 float rounding: the single run's layers are not the stacked ones).
@@ -79,7 +79,7 @@ _ALL = "all"  # ``_member`` while the stacked network plays every member's games
 def parse_members(spec: Any, base_seed: int) -> list[dict[str, Any]] | None:
     """The per-member overrides of an ``ensemble`` setting, one dict per member (None: a single run).
 
-    Every member's dict has its ``seed``; the other keys are checked by :meth:`Ensemble.build_ensemble`.
+    Every member's dict has its ``seed``; the other keys are checked by ``Ensemble.build_ensemble``.
     """
     if spec is None:
         return None
@@ -114,12 +114,12 @@ def parse_members(spec: Any, base_seed: int) -> list[dict[str, Any]] | None:
 
 
 class Ensemble:
-    """The ensemble's part of :class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm` (see the
+    """The ensemble's part of ``OnPolicyAlgorithm`` (see the
     module's docstring).
 
     ``self.members`` is None in a single run; in an ensemble an ``nn.ModuleList`` of the K
     networks, and ``self.net`` is the network of the member being worked on (member 0 outside
-    :meth:`as_member`). A subclass whose setting must be the same for every member (because the
+    ``as_member``). A subclass whose setting must be the same for every member (because the
     collection uses it) adds it to ``SHARED_SETTINGS``.
     """
 
@@ -220,7 +220,7 @@ class Ensemble:
 
     def log(self, name: str, value: Any, *args: Any, **kwargs: Any) -> None:
         """Inside a member: its metrics under ``member_k/``; bar-only values are kept for the members'
-        mean, and an update's metrics (``on_step``) for one write of every member's (:meth:`_write_steps`)."""
+        mean, and an update's metrics (``on_step``) for one write of every member's (``_write_steps``)."""
         if not isinstance(self._member, int) or self.members is None:
             return super().log(name, value, *args, **kwargs)
         if kwargs.get("logger") is False:
@@ -293,7 +293,7 @@ class Ensemble:
     def learn_member_by_member(self, batch: TensorDictBase) -> None:
         """Each member's update (the host's ``learn_network``) on its own games, all at the same
         progress; then one update counted. (``ensemble_update: batched``: every member's at once,
-        ``packed_learn`` in :mod:`.packed`.)"""
+        ``packed_learn`` in ``.packed``.)"""
         done = int(self.updates_done)
         for k in range(self.ensemble_size):
             with self.as_member(k):

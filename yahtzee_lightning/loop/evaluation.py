@@ -1,6 +1,6 @@
 """Evaluation during and after training: the greedy player, whom it plays, and what is logged.
 
-A mixin of :class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm`: every interval the
+A mixin of ``OnPolicyAlgorithm``: every interval the
 validation loop plays ``eval_games``; at the end of training ``final_eval_games`` are played
 against the optimum (or, with ``n_players`` >= 2, matches against the evaluation opponent).
 """

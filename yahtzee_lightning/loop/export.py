@@ -28,7 +28,7 @@ def agent_from_checkpoint(
     An ensemble's checkpoint holds every member (under ``members.K.``): ``member`` picks one, by
     index or ``best`` (the best last evaluation), and the card says which and how it was chosen.
     ``algorithms`` maps the algorithm the checkpoint names to its class
-    (:data:`yahtzee_lightning.algorithms.ALGORITHMS`): its ``network_kwargs`` and ``complete_agent``;
+    (``yahtzee_lightning.algorithms.ALGORITHMS``): its ``network_kwargs`` and ``complete_agent``;
     one not there (a user's own) is read as the base class reads it.
     """
     import torch

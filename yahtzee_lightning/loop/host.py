@@ -1,4 +1,4 @@
-"""What each part of :class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm` reads of the module it is part of.
+"""What each part of ``OnPolicyAlgorithm`` reads of the module it is part of.
 
 The base class is composed of parts (this folder's ``settings.py``, ``collection.py``,
 ``diagnosis.py``, ``evaluation.py``, ``ensemble.py``, ``packed.py``; the algorithms'
@@ -31,7 +31,7 @@ class Part(Protocol):
 
 
 class SettingsHost(Part, Protocol):
-    """:class:`~.settings.Settings`: the budget reads the trainer (its world size) and the progress."""
+    """``Settings``: the budget reads the trainer (its world size) and the progress."""
 
     _trainer: L.Trainer | None
     trainer: L.Trainer
@@ -39,7 +39,7 @@ class SettingsHost(Part, Protocol):
 
 
 class CollectionHost(Part, Protocol):
-    """:class:`~.collection.Collection` and its loader of updates: the env is built on the module's
+    """``Collection`` and its loader of updates: the env is built on the module's
     device and rank, against the evaluation's opponent; the budget comes from the settings."""
 
     device: torch.device
@@ -61,7 +61,7 @@ class CollectionHost(Part, Protocol):
 
 
 class PolicyGradientHost(Part, Protocol):
-    """:class:`~yahtzee_lightning.algorithms.policy_gradient.PolicyGradient`: a loss steps through
+    """``PolicyGradient``: a loss steps through
     ``optimizer_step`` (the single
     run's optimiser step, or every member's at once in a packed update), draws its minibatch
     orders through ``game_orders`` and tells the network its rows' rolls (``batch_rolls``)."""
@@ -78,7 +78,7 @@ class PolicyGradientHost(Part, Protocol):
 
 
 class DiagnosisHost(Part, Protocol):
-    """:class:`~.diagnosis.Diagnosis`: the oracle is built once per module, for its rules and device."""
+    """``Diagnosis``: the oracle is built once per module, for its rules and device."""
 
     device: torch.device
     rules: Rules
@@ -86,7 +86,7 @@ class DiagnosisHost(Part, Protocol):
 
 
 class EvaluationHost(Part, Protocol):
-    """:class:`~.evaluation.Evaluation`: evaluations log through Lightning and score with the oracle."""
+    """``Evaluation``: evaluations log through Lightning and score with the oracle."""
 
     device: torch.device
     global_rank: int
@@ -105,7 +105,7 @@ class EvaluationHost(Part, Protocol):
 
 
 class EnsembleHost(Part, Protocol):
-    """:class:`~.ensemble.Ensemble`: it builds, plays and logs each member with the single run's own
+    """``Ensemble``: it builds, plays and logs each member with the single run's own
     methods, swapping the member's network and settings (Lightning's ``_hparams``) in and out."""
 
     _hparams: AttributeDict
@@ -137,7 +137,7 @@ class EnsembleHost(Part, Protocol):
 
 
 class PackedHost(Part, Protocol):
-    """:class:`~.packed.PackedUpdate`: a packed update works as each member (``as_member``) for its
+    """``PackedUpdate``: a packed update works as each member (``as_member``) for its
     schedules and generators, on the ensemble's members and stacked forward pass, and steps the
     algorithm's own update and diagnosis."""
 

@@ -6,10 +6,10 @@ bad launch ends in one line naming its setting instead of a hang or a silently d
   missing nodes until its process group times out (30 minutes). Checked before the trainer exists.
 * Ranks that disagree on the model's settings (one node launched with another config or an
   override the others lack): DDP would average gradients of different runs without a word.
-  Checked as the ranks meet (:class:`SameRunOnEveryRank`), on every rank, so every rank stops.
+  Checked as the ranks meet (``SameRunOnEveryRank``), on every rank, so every rank stops.
 * ``total_games`` that is not a multiple of ``games_per_batch`` x ranks: ``total_games`` is
   global and ``games_per_batch`` per rank, so the run would train fewer games than asked.
-* A run resumed on another number of ranks than it was saved from (:func:`check_resumed_ranks`).
+* A run resumed on another number of ranks than it was saved from (``check_resumed_ranks``).
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def planned_ranks(trainer_config: Any) -> int | None:
 
 def check_budget_early(config: Any) -> None:
     """The budget's division between ranks, checked before any process starts or connects (the
-    same rule as :func:`check_budget`, which checks it again as the ranks meet); under torchrun every
+    same rule as ``check_budget``, which checks it again as the ranks meet); under torchrun every
     node's process checks it, and only rank 0 says why (the others stop without a word)."""
     ranks = planned_ranks(config.get("trainer") or {})
     model = (config.get("model") or {}).get("init_args") or {}

@@ -48,7 +48,7 @@ def trainer_overrides(model: Any, trainer_config: dict[str, Any]) -> dict[str, A
     * ``max_epochs``: an algorithm of ours derives it from its budget (``total_games``,
       ``evaluations``) in ``setup``; Lightning would otherwise announce a default of 1000.
     * the progress bar: on stderr with a total, an ETA and the epoch count, on a terminal;
-      elsewhere (logs, CI, nohup, SLURM) a progress line every interval (:class:`FitProgressLines`).
+      elsewhere (logs, CI, nohup, SLURM) a progress line every interval (``FitProgressLines``).
     """
     from .settings import Settings
 
@@ -200,7 +200,7 @@ class _CLI(LightningCLI):
 
 
 class ConfigError(ValueError):
-    """A ``fit`` argument or config that does not parse, worded in one line (:func:`parse_error`)."""
+    """A ``fit`` argument or config that does not parse, worded in one line (``parse_error``)."""
 
 
 def check_trainer_counts(config: Any) -> None:
@@ -302,7 +302,7 @@ def hold_run_folders(trainer: L.Trainer, subcommand: str | None) -> None:
 
 def bounded_yaml_values() -> None:
     """Every YAML jsonargparse reads (a ``--config`` file, a value on the command line) checked by
-    :func:`..untrusted.check_yaml` first: aliases, tags and size bounded, refused in one line."""
+    ``..untrusted.check_yaml`` first: aliases, tags and size bounded, refused in one line."""
     from jsonargparse import set_loader
     from jsonargparse._loaders_dumpers import yaml_load
 

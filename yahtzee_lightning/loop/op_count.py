@@ -6,7 +6,7 @@ operator, not arithmetic, bounds the speed. Their count does not depend on the m
 or its clock, so a test may hold it (``tests/algorithms/test_op_count.py``) and a benchmark prints
 it (``yahtzee-lightning bench ops``).
 
-:func:`count_ops` trains a recipe for a few batches under a Trainer and counts, with a
+``count_ops`` trains a recipe for a few batches under a Trainer and counts, with a
 ``TorchDispatchMode``, the operators of each batch's collection and update after ``warmup``
 batches (the first ones build the env, the optimizer state and the caches).
 """

@@ -1,6 +1,6 @@
 """A pack's update as one computation: ``ensemble_update: batched``.
 
-An ensemble (:mod:`.ensemble`) plays its K members' games through one stacked forward pass, but by
+An ensemble (``.ensemble``) plays its K members' games through one stacked forward pass, but by
 default learns member by member: K losses, K backward passes, K clippings and K Adam steps, each
 a few hundred operators, so that an update's host cost grows with K (a pack of 64 dispatched 63x
 one member's operators). With ``ensemble_update: batched`` the members' weights live stacked, one
@@ -11,11 +11,11 @@ checkpoints, exports and evaluations read the members as before), and each optim
    ``torch.func.vmap`` of ``torch.func.grad`` (``functional_call`` of the member's network on
    its slice of the weights): every member's gradient in one pass of batched operators;
 2. each member's gradient clipped by its own norm (``tau_clip`` per member);
-3. one Adam step over the stacked tensors (:class:`PackAdam`): Adam is elementwise, so its
+3. one Adam step over the stacked tensors (``PackAdam``): Adam is elementwise, so its
    stacked state is each member's own, and each member's learning rate is its own schedule's.
 
-The losses reach this through :meth:`PackedUpdate.optimizer_step` (the single run's optimiser
-step where there is no pack) and the minibatch orders through :meth:`PackedUpdate.game_orders`:
+The losses reach this through ``PackedUpdate.optimizer_step`` (the single run's optimiser
+step where there is no pack) and the minibatch orders through ``PackedUpdate.game_orders``:
 an algorithm written for one run is packed without code of its own if its update draws no random
 numbers beyond those and reads no setting that differs between members inside its loss. Members
 may differ in the settings of ``PACKED_MEMBER_SETTINGS`` (their seed, learning rate and its
@@ -67,7 +67,7 @@ ENSEMBLE_UPDATES = ("loop", "batched")
 class PackAdam(torch.optim.Optimizer):
     """Adam over one ``(K, P)`` tensor, the K members' P weights, each member at its own learning rate.
 
-    ``member_lr``, a ``(K,)`` tensor, is set before every :meth:`step` (the members' schedules);
+    ``member_lr``, a ``(K,)`` tensor, is set before every ``step`` (the members' schedules);
     ``scale``, ``(K, P)`` or None, multiplies it weight by weight (the value head's
     ``value_lr_scale``). The arithmetic is ``torch.optim.Adam``'s (no weight decay, no amsgrad):
     the same numbers to float rounding, member by member, in a dozen operators whatever K and the
@@ -153,7 +153,7 @@ class _MemberNet:
 
 class PackedUpdate:
     """The ``ensemble_update: batched`` part of
-    :class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm` (module docstring)."""
+    ``OnPolicyAlgorithm`` (module docstring)."""
 
     #: Whether the algorithm's update can be packed: each of its optimiser steps through
     #: ``optimizer_step`` (not ``step_optimizer``), its random draws through ``game_orders``, no
@@ -186,7 +186,7 @@ class PackedUpdate:
                     )
 
     def configure_packed_optimizer(self) -> dict[str, Any]:
-        """The members' weights stacked (their parameters views of them) and one :class:`PackAdam`
+        """The members' weights stacked (their parameters views of them) and one ``PackAdam``
         over the stacks; no Lightning schedule (each member's learning rate is set every update)."""
         if self.world_size > 1:
             raise ValueError("ensemble_update: batched trains on one device; use ensemble_update: loop under DDP")
@@ -246,7 +246,7 @@ class PackedUpdate:
     @contextlib.contextmanager
     def _packed_update(self) -> Iterator[None]:
         """Inside: ``self.net`` is the stacked forward (the update's weight-free passes: next values),
-        and :meth:`optimizer_step` and :meth:`game_orders` work on every member at once."""
+        and ``optimizer_step`` and ``game_orders`` work on every member at once."""
         saved = self.net
         object.__setattr__(self, "net", self._stacked)
         self._packing = True

@@ -1,9 +1,9 @@
-"""Training's progress: Lightning's bar on a terminal (on stderr, :class:`ProgressBarOnStderr`), and
+"""Training's progress: Lightning's bar on a terminal (on stderr, ``ProgressBarOnStderr``), and
 where there is no terminal a line every interval, not silence.
 
 Lightning's bar is for terminals; under nohup, CI, SLURM or Ray a run's output goes to a file, and
-without this a run said nothing for an hour after its model summary. :class:`FitProgressLines`
-prints, from the first process only, the project's one progress line (:mod:`..progress`):
+without this a run said nothing for an hour after its model summary. ``FitProgressLines``
+prints, from the first process only, the project's one progress line (``..progress``):
 
 ``fit: 24,000/100,000 games (24%), return 141.3, eval score 187.2 (1,000 games), 93 games/s, 13m37s left``
 
@@ -85,7 +85,7 @@ class FitProgressLines(L.Callback):
 
 
 def shown_metrics(metrics: dict[str, Any], eval_games: int | None = None) -> str:
-    """``return 141.3, eval score 187.2 (1,000 games)``: the logged metrics of :data:`SHOWN` there are so
+    """``return 141.3, eval score 187.2 (1,000 games)``: the logged metrics of ``SHOWN`` there are so
     far; the evaluation's games named, since the final evaluation at the end plays others (more)."""
     parts = [f"{label} {float(metrics[key]):.1f}" for key, label in SHOWN.items() if key in metrics]
     if eval_games and "eval_score" in metrics:

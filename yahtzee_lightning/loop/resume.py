@@ -75,7 +75,7 @@ def _member_states(state: dict[str, Any]) -> dict[int, dict[str, Any]]:
 def checkpoint_digest(checkpoint: dict[str, Any]) -> None:
     """Record the sha256 of the checkpoint's weights (each member's too, in an ensemble), of every
     other part a resume restores (``PARTS``: optimiser, schedule, loops, callbacks, hyperparameters)
-    and of its record in it (``on_save_checkpoint``), for :func:`checkpoint_problem` to check when it
+    and of its record in it (``on_save_checkpoint``), for ``checkpoint_problem`` to check when it
     is resumed, exported or started from."""
     info = checkpoint.setdefault("yahtzee_lightning", {})
     info[DIGEST_KEY] = tensors_sha256(checkpoint["state_dict"])
@@ -159,7 +159,7 @@ def load_checked(path: str | Path) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def read_checkpoint(path: Path) -> dict[str, Any] | None:
-    """The checkpoint at ``path``, or None if it is damaged (:func:`load_checked`)."""
+    """The checkpoint at ``path``, or None if it is damaged (``load_checked``)."""
     return load_checked(path)[0]
 
 
@@ -215,7 +215,7 @@ def resolve_ckpt_path(
     """``--ckpt_path`` as a file to resume from (None: start anew) and its content.
 
     ``last``: the newest run's newest intact checkpoint in the run's checkpoint folders (``apart``,
-    ``flat``: :func:`find_newest_run`); none there means a new run, said plainly. A named file must
+    ``flat``: ``find_newest_run``); none there means a new run, said plainly. A named file must
     exist and load.
     """
     if ckpt_path is None:

@@ -1,6 +1,6 @@
 """The hyperparameters of an on-policy run: their checks, the network they build, the budget and schedules they set.
 
-A mixin of :class:`~yahtzee_lightning.algorithms.base.OnPolicyAlgorithm`, so that a bad setting is
+A mixin of ``OnPolicyAlgorithm``, so that a bad setting is
 refused in one place and the schedules read the budget in one place.
 """
 
@@ -138,7 +138,7 @@ class Settings:
 
         On-policy learning differentiates the policy that chose the actions. With dropout that policy
         is the network under the masks it acted with: the collection draws and records them and the
-        update replays them (:class:`~yahtzee_lightning.nn.ReplayDropout`). A plain ``nn.Dropout``
+        update replays them (``ReplayDropout``). A plain ``nn.Dropout``
         (a subclass's own network) cannot take a mask, so its update would learn another policy.
         """
         for name, module in net.named_modules():
@@ -153,7 +153,7 @@ class Settings:
         """Start from another run's network: a Lightning checkpoint, or an exported agent folder.
 
         It may see fewer features than this run's (appended features start at zero weight, see
-        :func:`transfer_weights`); ``reset_value_head`` starts the value at zero.
+        ``transfer_weights``); ``reset_value_head`` starts the value at zero.
         """
         if not isinstance(self.net, PolicyValueNet):
             raise ValueError(f"init_from starts a policy/value network; {type(self).__name__} trains another kind")

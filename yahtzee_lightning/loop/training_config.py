@@ -1,11 +1,11 @@
 """The run's own training YAML, carried inside its checkpoints, so that an exported agent carries it
 as the shipped agents do (``checkpoints/NAME/*.yaml``) without the user naming the file.
 
-:class:`TrainingConfig` is the CLI's config callback (Lightning's ``SaveConfigCallback``, which
+``TrainingConfig`` is the CLI's config callback (Lightning's ``SaveConfigCallback``, which
 also writes ``config.yaml`` into the log folder): it keeps the whole config ``fit`` ran with (the
 YAML and every override, as LightningCLI dumps it) and stores it in the callbacks' state of each
 checkpoint, which the checkpoint's sha256s cover. ``export`` writes it next to the agent
-(:func:`carried_config`).
+(``carried_config``).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def config_file_name(config: Any) -> str:
 
 
 def carried_config(checkpoint: dict[str, Any]) -> tuple[str, str] | None:
-    """(file name, YAML) of the run a loaded checkpoint comes from, where :class:`TrainingConfig` saved it."""
+    """(file name, YAML) of the run a loaded checkpoint comes from, where ``TrainingConfig`` saved it."""
     state = (checkpoint.get("callbacks") or {}).get(STATE_KEY) or {}
     name, text = state.get("file"), state.get("yaml")
     if isinstance(name, str) and isinstance(text, str) and Path(name).name == name and name.endswith((".yaml", ".yml")):

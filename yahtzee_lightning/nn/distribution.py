@@ -3,7 +3,7 @@
 A step's action is a keep (while ``roll < 2``) or a box (``roll == 2``); the env ignores the
 other. So the log-probability and entropy of a step count only the active head. TorchRL's
 ``CompositeDistribution`` would add both heads' log-probabilities, which is why the policy is
-:class:`TurnDistribution` instead: a ``torch.distributions.Distribution`` whose sample is the pair
+``TurnDistribution`` instead: a ``torch.distributions.Distribution`` whose sample is the pair
 (keep, box) and whose ``log_prob`` and ``entropy`` pick the head by roll index, in one place.
 """
 
@@ -26,7 +26,7 @@ class TurnDistribution(Distribution):
     ``sample()`` and ``mode`` give the pair ``(keep pattern, box)``; ``log_prob(keep, box)`` (or
     ``log_prob(action_td)`` with ``keep`` and ``box`` entries, as TorchRL's losses call it) and
     ``entropy()`` are those of the keep head where ``roll < 2`` and of the box head where
-    ``roll == 2``. Per-head entropies: :meth:`keep_entropy`, :meth:`box_entropy`.
+    ``roll == 2``. Per-head entropies: ``keep_entropy``, ``box_entropy``.
     """
 
     arg_constraints: dict = {}
@@ -84,7 +84,7 @@ class TurnDistribution(Distribution):
         leading dimension (an ensemble's members' games), each block sampled from its own: a
         member's actions then depend on no other member (None: the process's generator)."""
         if not self.bernoulli and not sample_shape:
-            # Both heads in one draw, as :meth:`PolicyModule.sample` does: the same actions from the
+            # Both heads in one draw, as ``PolicyModule.sample`` does: the same actions from the
             # same generator state, whichever of the two a policy plays through.
             scores = _race(torch.cat([self.keep.logits, self.box.logits], -1), generators)
             return scores[..., :N_KEEPS].argmax(-1), scores[..., N_KEEPS:].argmax(-1)
@@ -154,5 +154,5 @@ def gumbel(log_probs: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
 
 
 def _race(log_probs: torch.Tensor, generators: Sequence[torch.Generator] | ReadAhead | None) -> torch.Tensor:
-    """:func:`gumbel` with fresh draws (row block ``k`` from ``generators[k]``)."""
+    """``gumbel`` with fresh draws (row block ``k`` from ``generators[k]``)."""
     return gumbel(log_probs, uniform_noise(log_probs.shape, log_probs.device, generators))

@@ -1,7 +1,7 @@
 """K networks of one shape evaluated as one: the forward pass of an ensemble's collection.
 
-An ensemble trains K independent :class:`PolicyValueNet` members (each with its own weights and
-optimiser); what they share is the per-step cost of playing. :class:`StackedNet` holds a copy of
+An ensemble trains K independent ``PolicyValueNet`` members (each with its own weights and
+optimiser); what they share is the per-step cost of playing. ``StackedNet`` holds a copy of
 the members' weights stacked on a leading dimension and evaluates them in one call: a batch of
 ``K * N`` observations, member-major (member ``k``'s games are rows ``k*N .. (k+1)*N - 1``),
 gives the outputs a single network would, member ``k``'s rows computed with member ``k``'s weights.
@@ -118,7 +118,7 @@ _TWINS.update({activation: _Activation for activation in (*ACTIVATIONS.values(),
 
 
 class StackedNet(nn.Module):
-    """The members' forward pass as one call, on a stacked copy of their weights (refreshed by :meth:`load_`).
+    """The members' forward pass as one call, on a stacked copy of their weights (refreshed by ``load_``).
 
     Built from ``template``, a network of the members' shape whose code runs (its weights never
     do); its layers with weights must be ``Linear``, ``LayerNorm`` or ``Embedding``. Not trained:
@@ -147,7 +147,7 @@ class StackedNet(nn.Module):
         self._device = next(template.parameters()).device
 
     def fixed_features(self, obs: TensorDictBase) -> torch.Tensor | None:
-        """As :meth:`PolicyValueNet.fixed_features`: weight-free, the same for every member."""
+        """As ``PolicyValueNet.fixed_features``: weight-free, the same for every member."""
         return self.net.fixed_features(obs)
 
     @property
@@ -157,7 +157,7 @@ class StackedNet(nn.Module):
     def draw_dropout_mask(
         self, n: int, generator: torch.Generator | Sequence[torch.Generator] | None = None
     ) -> torch.Tensor | None:
-        """As :meth:`PolicyValueNet.draw_dropout_mask` (member ``k``'s block from ``generator[k]``)."""
+        """As ``PolicyValueNet.draw_dropout_mask`` (member ``k``'s block from ``generator[k]``)."""
         self._follow_live()
         return self.net.draw_dropout_mask(n, generator)
 
@@ -170,7 +170,7 @@ class StackedNet(nn.Module):
             self._device = device
 
     def _follow_live(self) -> None:
-        """With live stacks (:meth:`share_`), follow them: a packed update's stacks move with its module."""
+        """With live stacks (``share_``), follow them: a packed update's stacks move with its module."""
         if self._live is not None:
             self._follow(self._live.device)
 
@@ -192,7 +192,7 @@ class StackedNet(nn.Module):
     @torch.no_grad()
     def load_(self, nets: Sequence[nn.Module]) -> StackedNet:
         """Take the members' current weights (a copy: call it again after they change; nothing to
-        do once :meth:`share_` gave it the live stacks)."""
+        do once ``share_`` gave it the live stacks)."""
         if self._shared:
             return self
         if len(nets) != self.members:
@@ -210,7 +210,7 @@ class StackedNet(nn.Module):
         dropout_mask: torch.Tensor | None = None,
         rolls: int | str | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """As :meth:`PolicyValueNet.forward` on ``K * N`` member-major observations (and masks);
+        """As ``PolicyValueNet.forward`` on ``K * N`` member-major observations (and masks);
         ``rolls`` as there (whole turns: each member's ``N`` rows in whole turns)."""
         if not self._loaded:
             raise RuntimeError("StackedNet.load_(members) before its first forward")

@@ -59,7 +59,7 @@ class ReplayDropout(nn.Module):
 
     On-policy learning must differentiate the policy that chose the actions. With dropout, that
     policy is the network under the masks drawn when it acted, so the collection draws them
-    (:meth:`PolicyValueNet.draw_dropout_mask`), keeps them with the rollout, and the update replays
+    (``PolicyValueNet.draw_dropout_mask``), keeps them with the rollout, and the update replays
     them: its log-probabilities at its first step are those the behaviour policy recorded (PPO's
     first ratio is exactly 1). Given a mask it applies it whatever the mode; without one it is
     ``nn.Dropout`` (fresh masks in train mode, none in eval mode: evaluation plays the mean network).
@@ -97,7 +97,7 @@ class PolicyValueNet(nn.Module):
             potential of upper-score shaping). Read with ``forward(..., upper=True)``.
     """
 
-    #: Its forward takes ``rolls`` (:meth:`heads`); a network without it is given none.
+    #: Its forward takes ``rolls`` (``heads``); a network without it is given none.
     takes_rolls = True
 
     def __init__(
@@ -220,11 +220,11 @@ class PolicyValueNet(nn.Module):
     ) -> tuple[torch.Tensor, ...]:
         """``(roll_logits (N, 32 or 5), box_logits (N, 13) with illegal boxes at -inf, value (N,))``.
 
-        ``features``: ``obs``'s fixed features as :meth:`fixed_features` computed them (a rollout's,
+        ``features``: ``obs``'s fixed features as ``fixed_features`` computed them (a rollout's,
         carried to the update); None computes them here. ``dropout_mask``: ``(N, layers, width)``
-        masks from :meth:`draw_dropout_mask` (the ones the policy acted with), applied in any mode;
+        masks from ``draw_dropout_mask`` (the ones the policy acted with), applied in any mode;
         None: the usual dropout of the mode. ``rolls``: which rows are at which roll, so that each
-        row runs only the head that acts there (:meth:`heads`); None: every head on every row.
+        row runs only the head that acts there (``heads``); None: every head on every row.
         ``upper``: a fourth output, the upper head's ``(N,)`` prediction (a network with one).
         """
         if upper and self.upper_head is None:
@@ -250,7 +250,7 @@ class PolicyValueNet(nn.Module):
         caller knows the rows' rolls they are not computed (zeros in their place; a quarter of a
         128 x 2 network's arithmetic a row). ``rolls``: None (unknown: every head on every row),
         an int (every row at that roll: a collection step, whose games move in step) or
-        :data:`WHOLE_TURNS` (rows in whole turns, rolls 0, 1, 2, 0, ...: a batch of whole games).
+        ``WHOLE_TURNS`` (rows in whole turns, rolls 0, 1, 2, 0, ...: a batch of whole games).
         """
         value = self.value_activation(self.value_head(h).squeeze(-1))
         if rolls is None:
@@ -274,7 +274,7 @@ class PolicyValueNet(nn.Module):
         return roll_logits, box_logits.masked_fill(~box_mask, float("-inf")), value
 
 
-#: ``rolls`` of :meth:`PolicyValueNet.heads` for rows in whole turns (rolls 0, 1, 2, 0, 1, 2, ...).
+#: ``rolls`` of ``PolicyValueNet.heads`` for rows in whole turns (rolls 0, 1, 2, 0, 1, 2, ...).
 WHOLE_TURNS = "whole_turns"
 
 
@@ -282,7 +282,7 @@ def transfer_weights(source: PolicyValueNet, target: PolicyValueNet, reset_value
     """Start ``target`` from ``source``'s weights (a fine-tune, a transfer to another task).
 
     The two networks must be the same shape (dropout apart: it has no weights, and layers are
-    matched by :meth:`PolicyValueNet.layer_key`), except that ``target`` may see more features
+    matched by ``PolicyValueNet.layer_key``), except that ``target`` may see more features
     appended after ``source``'s (e.g. the ``two_player`` preset after ``full_game``): their
     first-layer weights start at zero, so ``target`` plays exactly as ``source`` until it learns
     to use them. ``reset_value_head`` zeroes the value head's output layer (the value starts at

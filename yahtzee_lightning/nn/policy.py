@@ -1,11 +1,11 @@
-"""The turn policy as modules: the network's outputs as a :class:`TurnDistribution`, and the actors.
+"""The turn policy as modules: the network's outputs as a ``TurnDistribution``, and the actors.
 
-:func:`make_actor` and :func:`make_critic` wrap the network as TorchRL's ``ProbabilisticActor``
+``make_actor`` and ``make_critic`` wrap the network as TorchRL's ``ProbabilisticActor``
 and a value operator, so TorchRL's collectors, estimators and losses (``ClipPPOLoss``, ``GAE`` ...)
 run on its TensorDicts as they are (see ``tests/nn/test_torchrl.py``). The algorithms collect
-with :class:`PolicyModule` (the same distribution on a cheaper path). In training it acts with
+with ``PolicyModule`` (the same distribution on a cheaper path). In training it acts with
 dropout masks it draws and records (``dropout_mask``), and the update replays them
-(:func:`as_played`): the network that learns is the one that acted.
+(``as_played``): the network that learns is the one that acted.
 """
 
 from __future__ import annotations
@@ -66,9 +66,9 @@ def distribution(
     rolls: int | str | None = None,
 ) -> tuple[TurnDistribution, torch.Tensor]:
     """The policy and value of ``obs``; ``features``: its fixed features when the caller has them
-    (a rollout's, see :func:`carried`); ``dropout_mask``: the masks to act under (see
-    :func:`as_played`); ``rolls``: the rows' rolls where the caller knows them
-    (:meth:`PolicyValueNet.heads`: each row runs only the head that acts there)."""
+    (a rollout's, see ``carried``); ``dropout_mask``: the masks to act under (see
+    ``as_played``); ``rolls``: the rows' rolls where the caller knows them
+    (``PolicyValueNet.heads``: each row runs only the head that acts there)."""
     roll_logits, box_logits, value = outputs(net, obs, features, dropout_mask, rolls)
     return TurnDistribution(roll_logits, box_logits, obs[K.ROLL]), value
 
@@ -84,7 +84,7 @@ def outputs(
     """The network's ``(roll_logits, box_logits, value)``, given only the arguments it was given
     (another network, a teacher's, need not take them): ``rolls`` reaches a network that reads
     them (``takes_rolls``) and is dropped for another, which computes every head. ``upper``: and
-    its upper-score head's prediction, fourth (a :class:`PolicyValueNet` built with one)."""
+    its upper-score head's prediction, fourth (a ``PolicyValueNet`` built with one)."""
     if upper:
         return net(obs, features, dropout_mask, rolls if getattr(net, "takes_rolls", False) else None, upper=True)
     if rolls is not None and getattr(net, "takes_rolls", False):
@@ -100,8 +100,8 @@ def as_played(
     """The policy and value of a rollout's steps under the network that chose their actions: its
     carried features and the dropout masks it acted with (none recorded: the network's mode). What
     every on-policy loss differentiates: at the update's first step its log-probabilities are those
-    recorded when the games were played. ``rolls``: as :func:`distribution` (a loss on whole games:
-    :data:`~yahtzee_lightning.nn.network.WHOLE_TURNS`). ``upper``: the upper-score head's
+    recorded when the games were played. ``rolls``: as ``distribution`` (a loss on whole games:
+    ``WHOLE_TURNS``). ``upper``: the upper-score head's
     prediction third, from the same forward pass."""
     if not upper:
         return distribution(net, obs, carried(obs), obs.get(DROPOUT_MASK, None), rolls)
@@ -113,7 +113,7 @@ def as_played(
 
 def carried(obs: TensorDictBase) -> torch.Tensor | None:
     """The fixed features a rollout carries for ``obs`` (None where it carries none): for the
-    update's own steps only, whose features :class:`PolicyModule` wrote at the same step."""
+    update's own steps only, whose features ``PolicyModule`` wrote at the same step."""
     return obs.get(FEATURES, None)
 
 
@@ -131,7 +131,7 @@ class PolicyModule(TensorDictModuleBase):
         #: replay: training's behaviour policy. False: the mean network (dropout off), as evaluation.
         self.record_dropout = record_dropout
         #: One generator per member's block of games (a training run's own), or those generators
-        #: read ahead (:meth:`read_ahead`); None: the process's.
+        #: read ahead (``read_ahead``); None: the process's.
         self.generators: list[torch.Generator] | ReadAhead | None = None
         self.in_keys = list(OBS_KEYS)
         self.out_keys = [K.KEEP, K.BOX, LOG_PROB, VALUE, FEATURES, DROPOUT_MASK]
@@ -174,7 +174,7 @@ class PolicyModule(TensorDictModuleBase):
         return td
 
     def read_ahead(self, generators: list[torch.Generator]) -> None:
-        """Draw the members' masks and action noise ahead, a batch at a time (:meth:`plan`): one
+        """Draw the members' masks and action noise ahead, a batch at a time (``plan``): one
         slice a step for every member, where drawing block by block cost a call a member. The same
         numbers on the CPU. Only where every draw is a uniform one of this class's own sampling
         (not a subclass's choice, not the Bernoulli keep head's draws): elsewhere block by block."""
@@ -227,13 +227,13 @@ class PolicyModule(TensorDictModuleBase):
         return keep, box, log_prob, value, features
 
     def action_noise(self, rows: int, device: torch.device) -> torch.Tensor:
-        """``(rows, 32 + 13)`` uniform draws for the two heads' Gumbel noise (:func:`uniform_noise`)."""
+        """``(rows, 32 + 13)`` uniform draws for the two heads' Gumbel noise (``uniform_noise``)."""
         return uniform_noise((rows, N_KEEPS + N_BOXES), device, self.generators)
 
     def sample(
         self, roll: torch.Tensor, roll_logits: torch.Tensor, box_logits: torch.Tensor, noise: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(keep, box, log_prob)`` of the categorical heads as :class:`TurnDistribution` gives them
+        """``(keep, box, log_prob)`` of the categorical heads as ``TurnDistribution`` gives them
         (its mode, or a sample of the same law, and the roll-gated log-probability), on the
         cheapest path: one noise draw for both heads (``noise``, or drawn here), no distribution
         objects. The sample is the Gumbel-max trick: the argmax of ``log p - log(-log U)`` over

@@ -1,7 +1,7 @@
 """One interface for every player, and a factory by name.
 
 Agent folders and hub ids are resolved a layer above, where the hub is known
-(:func:`yahtzee_lightning.resolve.resolve_player`): the players know no hub.
+(``yahtzee_lightning.resolve.resolve_player``): the players know no hub.
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ def make_player(
     an agent folder or a hub id), and without it is refused.
 
     ``endgame:NAME`` is NAME's player switching to the exact win-maximising move on its last turn
-    of a match (:class:`EndgamePlayer`). ``lookahead:AGENT`` plays every keep and box by the exact
+    of a match (``EndgamePlayer``). ``lookahead:AGENT`` plays every keep and box by the exact
     expectation over the rest of the turn with the agent's learned turn-start value at its end
-    (:class:`LookaheadPlayer`; the agent must carry one). ``winlookahead:AGENT`` (two-player
+    (``LookaheadPlayer``; the agent must carry one). ``winlookahead:AGENT`` (two-player
     matches) does the same with the agent's learned chance of winning at the turn's end
-    (:class:`WinLookaheadPlayer`; the agent must carry a turn-start value and a win value).
+    (``WinLookaheadPlayer``; the agent must carry a turn-start value and a win value).
     """
     rules = rules or Rules()
     if name_or_path.startswith(ENDGAME_PREFIX):

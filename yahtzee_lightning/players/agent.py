@@ -16,8 +16,8 @@ class AgentPlayer(Player):
     """Plays the network's most likely action (or samples with ``greedy=False``).
 
     ``turn_value``: the agent's learned turn-start value, where it carries one; this player does not
-    use it, ``lookahead:`` does (:func:`.lookahead.lookahead_player`); ``win_value``: its learned chance
-    of winning a match, for ``winlookahead:`` (:func:`.win_lookahead.win_lookahead_player`)."""
+    use it, ``lookahead:`` does (``.lookahead.lookahead_player``); ``win_value``: its learned chance
+    of winning a match, for ``winlookahead:`` (``.win_lookahead.win_lookahead_player``)."""
 
     def __init__(
         self,

@@ -1,6 +1,6 @@
 """One interface for every player: optimal, greedy, random and trained agents.
 
-The interface itself is defined with the env (:mod:`yahtzee_lightning.env.player`), which takes
+The interface itself is defined with the env (``yahtzee_lightning.env.player``), which takes
 players for the other seats of a match; it is importable from here, where the players live.
 """
 

@@ -32,7 +32,7 @@ def best_or_chosen(values: torch.Tensor, chosen: torch.Tensor, tol: float = 1e-9
 
 class EndgamePlayer(Player):
     """Plays ``base``, except on its last turn once every opponent has finished: there it plays
-    the move that maximises ``P(win) + P(draw) / 2`` exactly (:mod:`..solver.endgame`), keeping
+    the move that maximises ``P(win) + P(draw) / 2`` exactly (``..solver.endgame``), keeping
     the base's move whenever that is as good."""
 
     def __init__(self, base: Player) -> None:

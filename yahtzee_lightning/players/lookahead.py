@@ -2,13 +2,13 @@
 
 Within a turn the chance nodes are the 252 dice multisets and the choices 32 keeps and 13 boxes,
 so the rest of a turn can be searched exactly: the optimal player does it with the exact table at
-the turn's end (:class:`.reference.OptimalPlayer`). :class:`LookaheadPlayer` runs the same search
-(:class:`..solver.TurnOracle`, batched over games, on any device) with a learned value there
-instead (:class:`..solver.value.TurnValueNet`), so a self-taught agent plays every keep and box as
+the turn's end (``.reference.OptimalPlayer``). ``LookaheadPlayer`` runs the same search
+(``..solver.TurnOracle``, batched over games, on any device) with a learned value there
+instead (``..solver.value.TurnValueNet``), so a self-taught agent plays every keep and box as
 well as its own estimate of the future allows. The exact table is never read.
 
-``lookahead:AGENT`` names it (:func:`.make_player`); the agent must carry a turn-start value,
-learned from its own games by :func:`learn_turn_value` (``yahtzee-lightning turn-value``).
+``lookahead:AGENT`` names it (``.make_player``); the agent must carry a turn-start value,
+learned from its own games by ``learn_turn_value`` (``yahtzee-lightning turn-value``).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ class LookaheadPlayer(OraclePlayer):
     """Takes, at every keep and box, the choice of highest expected ``points this turn + value``
     of the next turn-start state, the expectation over the turn's dice exact.
 
-    ``value``: a :class:`TurnValueNet` or any ``(masks, uppers, flags) -> points`` function. It is
+    ``value``: a ``TurnValueNet`` or any ``(masks, uppers, flags) -> points`` function. It is
     read where the search needs it, once per state: at the turn-start states one box after the
-    positions played (:meth:`prepare`), into a table of the exact table's layout that the search
+    positions played (``prepare``), into a table of the exact table's layout that the search
     reads (finished cards 0). A single game reads a few hundred states, not the million of them.
     """
 
@@ -86,7 +86,7 @@ def self_play_turns(
     player: Player, games: int, seed: int, rules: Rules, device: torch.device | str = "cpu", batch_size: int = 4096
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``player``'s own games: ``(states (G * T, 3), returns (G * T,))``, each turn-start state
-    (:func:`..solver.turn_state`) and the points the game went on to score from it."""
+    (``..solver.turn_state``) and the points the game went on to score from it."""
     states, returns = [], []
     for chunk, start in enumerate(range(0, games, batch_size)):
         n = min(batch_size, games - start)
@@ -132,7 +132,7 @@ class ValueSettings:
 
     ``games`` self-play games of the agent; a regression of the points that followed each
     turn-start state (``epochs``); then ``td_rounds`` rounds of ``td_epochs``, each fitting the value
-    to its own one-turn backups (:func:`td_targets`) at the same states.
+    to its own one-turn backups (``td_targets``) at the same states.
 
     Fitted TD with a network is not a contraction: past some round the value can drift. The turn
     starts of the last ``td_holdout`` share of the games (and the states one box after them) are
@@ -206,7 +206,7 @@ def with_successors(states: torch.Tensor, rules: Rules) -> torch.Tensor:
 
 def backup_error(table: torch.Tensor, states: torch.Tensor, rules: Rules) -> float:
     """Mean squared difference, in points squared, between ``table`` at ``states (N, 3)`` and its own
-    one-turn backups there (:func:`td_targets`): 0 for the exact table; how far a value is from
+    one-turn backups there (``td_targets``): 0 for the exact table; how far a value is from
     being consistent with itself."""
     if len(states) == 0:
         return float("nan")

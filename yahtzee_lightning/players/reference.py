@@ -12,7 +12,7 @@ from .base import Player
 
 
 class OraclePlayer(Player):
-    """Takes the action of highest value under a :class:`TurnOracle` (ties: the lowest index)."""
+    """Takes the action of highest value under a ``TurnOracle`` (ties: the lowest index)."""
 
     def __init__(self, oracle: TurnOracle) -> None:
         super().__init__(oracle.rules)

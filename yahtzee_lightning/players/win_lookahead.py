@@ -1,16 +1,16 @@
 """Search for the match: the rest of each turn played exactly, against a learned chance of winning.
 
-:class:`WinLookaheadPlayer` is :class:`.lookahead.LookaheadPlayer` for a two-player match: at every
+``WinLookaheadPlayer`` is ``.lookahead.LookaheadPlayer`` for a two-player match: at every
 keep and box it takes the choice of highest exact expectation, over the rest of the turn's dice, of
-``W`` at the turn's end (:mod:`..solver.win_value`): the agent's learned chance of winning from its
+``W`` at the turn's end (``..solver.win_value``): the agent's learned chance of winning from its
 next turn-start state, the opponent's and the score difference, the agent's own turn-start value
 of both among its inputs. Where the turn ends the match (both cards full) the leaf is the result
 itself, so on its last turn against a finished opponent it plays the exact end game
-(:mod:`..solver.endgame`). The exact table is never read.
+(``..solver.endgame``). The exact table is never read.
 
-``winlookahead:AGENT`` names it (:func:`.make_player`); the agent must carry a turn-start value
+``winlookahead:AGENT`` names it (``.make_player``); the agent must carry a turn-start value
 (``yahtzee-lightning turn-value``) and a win value, learned from its own matches by
-:func:`learn_win_value` (``yahtzee-lightning win-value``).
+``learn_win_value`` (``yahtzee-lightning win-value``).
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ def match_key(obs: Observation, rules: Rules) -> torch.Tensor:
 
 class WinLookaheadPlayer(Player):
     """Takes, at every keep and box, the choice of highest exact expectation of ``leaf`` at the
-    turn's end (:func:`..solver.win_value.win_turn_tables`; ties: the lowest index). ``leaf``: the
-    learned chance of winning (:func:`..solver.win_value.win_leaf`) or any such function."""
+    turn's end (``..solver.win_value.win_turn_tables``; ties: the lowest index). ``leaf``: the
+    learned chance of winning (``..solver.win_value.win_leaf``) or any such function."""
 
     matches_only = True
 
@@ -139,7 +139,7 @@ def match_examples(
     player: Player, opponent: Player, games: int, seed: int, rules: Rules, batch_size: int = 2048
 ) -> Examples:
     """``player``'s own matches against ``opponent`` (seats alternated) in the two-player env: an
-    example at each end of its turns (as :func:`paired_examples`; the match's last included)."""
+    example at each end of its turns (as ``paired_examples``; the match's last included)."""
     from ..env.multiplayer import MultiPlayerYahtzeeEnv  # matches only: TorchRL loads here
 
     own, opp, lead, res = [], [], [], []
@@ -170,7 +170,7 @@ class WinSettings:
     ``games`` solitaire games of the agent's look-ahead (it ignores the opponent, so any two are a
     match: ``pairings`` random pairings of them); then, with ``own_matches``, that many matches of
     the new win look-ahead against itself in the two-player env, added to the data for a second fit.
-    ``features``: the value's inputs (:func:`..solver.win_value.win_features`: ``compact``, a few
+    ``features``: the value's inputs (``..solver.win_value.win_features``: ``compact``, a few
     numbers a side, or ``full``, the whole card too). ``holdout``: the share of examples held out of
     the fit, where its log loss is measured.
     """

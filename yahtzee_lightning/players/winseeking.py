@@ -3,7 +3,7 @@
 The optimal (solitaire) player maximises its mean score and ignores the opponent. In a match
 only beating the opponent counts: behind, a wider spread of final scores is worth some mean;
 ahead, a narrower one. This player reads, for every choice, the mean and the spread of its final
-score if the optimal player's moves follow (:mod:`..solver.moments`), does the same for the
+score if the optimal player's moves follow (``..solver.moments``), does the same for the
 opponent from its turn-start state, and takes the choice with the highest chance of finishing
 ahead under a normal approximation of both final scores:
 
@@ -12,7 +12,7 @@ ahead under a normal approximation of both final scores:
 (a draw counts half: the normal has no mass at equality, so the formula is win + draw / 2). It
 is one step of policy improvement on the optimal player for the match objective, not the exact
 two-player optimum. With several opponents it plays against the one with the highest expected
-final score. Wrapped in :class:`.EndgamePlayer` (``endgame:winseeking``), the exact end game
+final score. Wrapped in ``.EndgamePlayer`` (``endgame:winseeking``), the exact end game
 replaces the approximation on its last turn once every opponent has finished.
 """
 

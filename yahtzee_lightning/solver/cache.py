@@ -81,7 +81,7 @@ def moments_path(rules: Rules) -> Path:
 
 def load_or_solve_moments(table: OptimalTable, progress: bool = True) -> torch.Tensor:
     """``(2, 8192, 64, 2)``: the second and third moments of the points to come under ``table``'s
-    player (:func:`.moments.solve_moments`): from memory, the disk cache (checked against the
+    player (``.moments.solve_moments``): from memory, the disk cache (checked against the
     table's checksum, so a rebuilt table rebuilds them) or solved (about 4 minutes on a CPU)."""
     from safetensors.torch import load_file, save_file
 

@@ -6,7 +6,7 @@ opponent's final score - own score`` points, so the value of the final dice is 1
 ``need``, 1/2 for a gain equal to it (a draw counts half) and 0 below: maximising
 ``P(win) + P(draw) / 2`` is maximising the expected +1/0/-1 match result. The gain is the solver's
 own points of scoring the box (box score, upper bonus reached, Yahtzee bonus; the joker decides
-legality and values), and the keeps are the turn's expectimax (:mod:`.turn`) over this value
+legality and values), and the keeps are the turn's expectimax (``.turn``) over this value
 instead of points. A ``need`` below 0 is a match already won (every keep has value 1).
 
 Only the last turn is solved: in alternating play, a player with two boxes left always has an
@@ -33,7 +33,7 @@ def win_values(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(keep_values (N, 32), box_values (N, 13))``: ``P(win) + P(draw) / 2`` after each choice.
 
-    Every card must have exactly one open box (:func:`last_turn`); ``need (N,)`` is the best
+    Every card must have exactly one open box (``last_turn``); ``need (N,)`` is the best
     opponent's final score minus the player's score now. Box values are -inf for illegal boxes.
     """
     if not bool(last_turn(card).all()):

@@ -3,8 +3,8 @@
 The optimal table holds the *mean* of the points still to come under optimal (expected-score)
 play. Winning a match is about the spread as well: a player behind wants a wider distribution,
 one ahead a narrower one. This module computes ``E[F^2]``, F the points still to come when the
-optimal player's moves are followed, for every turn-start state (:func:`solve_moments`, the
-same backward layers as the table) and for every choice within a turn (:func:`turn_moments`),
+optimal player's moves are followed, for every turn-start state (``solve_moments``, the
+same backward layers as the table) and for every choice within a turn (``turn_moments``),
 and the third moment the same way (the score is far from normal: skewness 1.6 at the start).
 
 The policy is fixed (the optimal player's moves, its ties broken the same way), so the second
@@ -67,7 +67,7 @@ def turn_moments(
 ) -> TurnMoments:
     """The three stages of a turn backwards, carrying ``E[F^k]`` along the optimal moves.
 
-    ``masks (M,)``, ``uppers``/``flags (M, R)`` and ``open_boxes`` as in :func:`.turn.box_values`;
+    ``masks (M,)``, ``uppers``/``flags (M, R)`` and ``open_boxes`` as in ``.turn.box_values``;
     ``moments`` the turn-start tables ``[V, E[F^2], ...]`` (only later layers are read).
     """
     dag = kept_dag(masks.device)
@@ -102,7 +102,7 @@ def solve_moments(
     """``(order - 1, 8192, 64, 2)`` float64: ``E[F^k]``, k = 2 .. order, of every turn-start
     state under the optimal player (F: the points still to come).
 
-    The table's own layout (:func:`.table.host_layout`: ``flat`` by default on any device but the
+    The table's own layout (``.table.host_layout``: ``flat`` by default on any device but the
     CPU, the open boxes known on the host). Checks that the means it carries equal the table's (the
     same moves are followed), on the device, and reads the check back once, at the end.
     """

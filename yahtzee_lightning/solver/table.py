@@ -177,7 +177,7 @@ def layer_blocks(rules: Rules, filled: int, device: torch.device) -> list[Block]
 
 def flattened(blocks: list[Block]) -> list[Block]:
     """A layer's blocks as at most two, one state a row (``R = 1``): the states whose future depends
-    on the upper sum, then those it does not. Each call of :func:`turn_start_values` launches some
+    on the upper sum, then those it does not. Each call of ``turn_start_values`` launches some
     500 kernels whatever its size, so on a GPU a layer in few large calls beats many small ones (a
     state's value is computed by the same formulas either way)."""
     out = []
@@ -206,7 +206,7 @@ def host_layout(rules: Rules, device: torch.device, chunk_states: int, flat: boo
     """The backward layers' work, laid out on the host: ``(k, chunks)`` from the last turn back to
     the first, each chunk ``(masks, uppers, flags, upper_irrelevant, open boxes)`` already on
     ``device`` with at most ``chunk_states`` states (at least one mask). ``flat``: one state a row
-    (:func:`flattened`). The table and the score moments (:mod:`.moments`) solve the same layout."""
+    (``flattened``). The table and the score moments (``.moments``) solve the same layout."""
     cpu = torch.device("cpu")
     n_out = len(rules.boxes_out_of_play)
     layers = []
@@ -233,7 +233,7 @@ def solve(
 
     ``chunk_states``: states solved per batch; by default small enough for the CPU's caches
     (8192) or large enough to fill a GPU (262144). ``flat``: solve each layer as one state a row
-    (:func:`flattened`: few large calls, what a GPU wants; by default on any device but the CPU,
+    (``flattened``: few large calls, what a GPU wants; by default on any device but the CPU,
     where the grouped form shares each mask's work between its upper sums and is faster).
 
     The work is laid out on the host first (states, chunks, the boxes each chunk must try) and

@@ -180,7 +180,7 @@ def box_values(
 
     Only the box's score depends on the dice; what follows it (bonus, next state's value) is
     looked up once per state, or once per possible score (0-5 of a face) for an upper box. A box
-    that scores on few dice (:func:`scoring_rows`) is taken as a zero for every dice (one
+    that scores on few dice (``scoring_rows``) is taken as a zero for every dice (one
     running maximum per state) plus its score on those few rows.
 
     ``open_boxes``: the boxes open in at least one of ``masks``, where the caller knows them on the
@@ -290,7 +290,7 @@ def turn_start_values(
     open_boxes: Collection[int] | None = None,
 ) -> torch.Tensor:
     """Expected points from the start of a turn on, ``(M * R,)``: the three stages backwards.
-    ``open_boxes``: as :func:`box_values` takes it."""
+    ``open_boxes``: as ``box_values`` takes it."""
     dag = kept_dag(masks.device)
     S = uppers.numel()
     dtype = V.dtype if V is not None else torch.float64

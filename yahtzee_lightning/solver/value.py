@@ -1,10 +1,10 @@
 """A learned turn-start value: expected points still to come from a card before its turn's first roll.
 
-The exact table (:mod:`.table`) is one way to know ``V[mask, upper, flag]``; this module holds
+The exact table (``.table``) is one way to know ``V[mask, upper, flag]``; this module holds
 the other: a small network over the same turn-start state, learned from an agent's own games
-(no table, no oracle label). Written into the table's layout (:func:`value_table`, or state by state
+(no table, no oracle label). Written into the table's layout (``value_table``, or state by state
 where a search reads it: ``players/lookahead.py``), it is what the exact within-turn expectimax
-(:mod:`.turn`, :class:`.oracle.TurnOracle`) plays the rest of a turn against. :func:`td_targets` is
+(``.turn``, ``.oracle.TurnOracle``) plays the rest of a turn against. ``td_targets`` is
 the same expectimax one turn deep: the value's own estimate of a state, backed up through one turn
 of dice (a TD(0) target with the expectation over the dice taken exactly rather than sampled).
 """
@@ -61,10 +61,10 @@ def silu_mlp(width: int, hidden: int, layers: int) -> nn.Sequential:
 
 
 class TurnValueNet(nn.Module):
-    """``V(mask, upper, flag)``: an MLP over :func:`state_features`, in points.
+    """``V(mask, upper, flag)``: an MLP over ``state_features``, in points.
 
     ``config`` (JSON) rebuilds it: ``TurnValueNet(**config)``. The states where every box in play is
-    filled are worth 0 by definition (:func:`value_table`), whatever the network says.
+    filled are worth 0 by definition (``value_table``), whatever the network says.
     """
 
     def __init__(self, rules: dict[str, Any], hidden: int = 128, layers: int = 2, format_version: int = VALUE_FORMAT):

@@ -1,16 +1,16 @@
 """A learned chance of winning a two-player match, and the exact rest of a turn searched against it.
 
-:class:`WinValueNet` is ``W``: the chance that the player who has just ended a turn wins the match
+``WinValueNet`` is ``W``: the chance that the player who has just ended a turn wins the match
 (a draw counts half), from its own turn-start state next, the opponent's, the score difference and
-the agent's own turn-start value of both (:class:`.value.TurnValueNet`: expected points to come). It
+the agent's own turn-start value of both (``.value.TurnValueNet``: expected points to come). It
 is learned from the agent's own matches (``players/win_lookahead.py``); no table, no oracle label.
 
-:func:`win_turn_tables` is the within-turn expectimax (:mod:`.turn`, as :mod:`.endgame` does for
+``win_turn_tables`` is the within-turn expectimax (``.turn``, as ``.endgame`` does for
 the last turn) whose leaf is any such function of the turn's end: per game, each box and each final
 dice gives a gain (the solver's own points of scoring it) and a next turn-start state, and the leaf
 value is read once per distinct ``(game, next state, gain)``. Where both cards are then full the
 match is over and the leaf is its result (1, 1/2, 0 by the sign of the difference): rules, not a
-value; on a player's last turn against a finished opponent this is :func:`.endgame.win_values`.
+value; on a player's last turn against a finished opponent this is ``.endgame.win_values``.
 """
 
 from __future__ import annotations
@@ -72,8 +72,8 @@ def win_features(
     """``(R, n_features(features))``: the lead, the expected final lead ``diff + v_own - v_opp`` (both
     in hundreds of points), the same over ``TURN_SPREAD * sqrt(turns left + 1)`` (a z-score) and the
     shares of boxes left of both sides (``lead``: a state is seen only through its value and its boxes
-    left), then each side's :func:`summary` (``compact``), and every feature of
-    :func:`.value.state_features` too (``full``: 79 a side, the card box by box)."""
+    left), then each side's ``summary`` (``compact``), and every feature of
+    ``.value.state_features`` too (``full``: 79 a side, the card box by box)."""
     if features not in FEATURES:
         raise ValueError(f"win value features must be one of {FEATURES}, got {features!r}")
     left = boxes_left(own, rules) + boxes_left(opp, rules)
@@ -101,7 +101,7 @@ def n_features(features: str) -> int:
 
 
 class WinValueNet(nn.Module):
-    """``W``: an MLP over :func:`win_features` whose output is the logit of the mover's chance of
+    """``W``: an MLP over ``win_features`` whose output is the logit of the mover's chance of
     winning. ``config`` (JSON) rebuilds it: ``WinValueNet(**config)``."""
 
     def __init__(
@@ -134,7 +134,7 @@ class WinValueNet(nn.Module):
         }
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        """``(R,)`` logits for ``features (R, n_features(self.features))`` (:func:`win_features`)."""
+        """``(R,)`` logits for ``features (R, n_features(self.features))`` (``win_features``)."""
         return self.mlp(features).squeeze(-1)
 
 
@@ -193,8 +193,8 @@ def leaf_values(
 def win_turn_tables(
     states: torch.Tensor, opp: torch.Tensor, diff: torch.Tensor, leaf: LeafFn, rules: Rules, chunk: int = 256
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The turn tables of :func:`.oracle.position_values` (box ``(13, 252, S)``, kept before the third
-    roll and before the second ``(462, S)``) with :func:`leaf_values` at the turn's end: the expected
+    """The turn tables of ``.oracle.position_values`` (box ``(13, 252, S)``, kept before the third
+    roll and before the second ``(462, S)``) with ``leaf_values`` at the turn's end: the expected
     leaf value after every choice of these ``S`` turns, the expectation over the dice exact."""
     dag = kept_dag(states.device)
     parts = []

@@ -34,7 +34,7 @@ def resolve_start(
     raw: Any, key: str, ablations: dict[str, Any], seeds: list[int], fail: Callable[[str, str], None]
 ) -> str:
     """The id of the cell that ``start_from`` (as written at ``key``) names among ``ablations`` (the
-    study's :class:`~.spec.Ablation` s read so far); ``fail(key, problem)`` otherwise."""
+    study's ``Ablation`` s read so far); ``fail(key, problem)`` otherwise."""
     if not isinstance(raw, dict) or not isinstance(raw.get("ablation"), str) or set(raw) - {"ablation", "cell"}:
         fail(key, f"must be a mapping {{ablation: NAME, cell: {{AXIS: VALUE}}}}, got {raw!r}")
     name, wanted = raw["ablation"], raw.get("cell") or {}
@@ -134,7 +134,7 @@ def size_twins(study: Any, cell_id: str) -> list[tuple[str, str]]:
 
 
 def source_of(trials: list[Any], cell: str, seed: int, out: Path) -> dict[str, Any]:
-    """Where the seed's agent of ``cell`` is among the study's trials (:class:`~.results.Trial`): its
+    """Where the seed's agent of ``cell`` is among the study's trials (``Trial``): its
     run folder and its member index there (None: a single run)."""
     for t in trials:
         if t.cell == cell and seed in t.seeds:

@@ -2,8 +2,8 @@
 hash of what it comes to, parsed by fit's own parser (the project's LightningCLI) without building
 anything, its error in one line as ``fit`` words it, and whether its algorithm trains ensembles.
 
-:mod:`.spec` checks every axis value and every cell of a study with these before anything runs;
-the trials compose their run's config with the same :func:`compose`.
+``.spec`` checks every axis value and every cell of a study with these before anything runs;
+the trials compose their run's config with the same ``compose``.
 """
 
 from __future__ import annotations

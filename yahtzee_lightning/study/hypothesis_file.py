@@ -4,7 +4,7 @@ Each names a cell of an ablation (by its label, as ``study check`` prints it), w
 with (another cell, the greedy or optimal player on each seed's own final games, or a number), a
 member's final metric, the direction the claim predicts, and the statistic (the mean over seeds, or
 their spread). A hypothesis naming a cell, an ablation or a metric the study lacks is refused in one
-line before anything runs. :mod:`.hypotheses` tests them.
+line before anything runs. ``.hypotheses`` tests them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A study folder's one writer and what it wrote (:mod:`yahtzee_lightning.manifest`).
+"""A study folder's one writer and what it wrote (``yahtzee_lightning.manifest``).
 
 ``study run`` and ``study report`` hold the folder's lock while they write: a second one is refused
 in one line naming the first. A ``study run`` session sweeps what its trials write (Ray, Lightning,
@@ -34,7 +34,7 @@ def beat() -> None:
 
 @contextlib.contextmanager
 def locked(out: Path, command: str) -> Iterator[None]:
-    """Hold the study folder while the block writes there; another writer's hold is a :class:`StudyError`."""
+    """Hold the study folder while the block writes there; another writer's hold is a ``StudyError``."""
     with contextlib.ExitStack() as stack:
         try:
             stack.enter_context(folder_lock(out, command))

@@ -64,7 +64,7 @@ def read_record(path: Path, then: str) -> dict[str, Any] | None:
 
 
 def read_final(path: Path) -> dict[str, Any] | None:
-    """A trial's ``final.json`` (:func:`read_record`): one that cannot be trusted runs its cell again."""
+    """A trial's ``final.json`` (``read_record``): one that cannot be trusted runs its cell again."""
     return read_record(path, "its cell runs again")
 
 

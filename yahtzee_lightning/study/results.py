@@ -37,7 +37,7 @@ class Trial:
     cell: str
     seeds: list[int]
     run_dir: str  # relative to the study folder
-    #: Packed (:mod:`.packing`): the pack's trial, which trains these seeds as members of its ensemble,
+    #: Packed (``.packing``): the pack's trial, which trains these seeds as members of its ensemble,
     #: their indices there, and the settings each carries there (its seed and what differs in the pack).
     pack: str | None = None
     members: list[int] | None = None

@@ -8,7 +8,7 @@ labelled sets of keys set together (``entropy: {low: {model.init_args.beta_roll_
 The layers apply in this order: base, ``set``, the ablation's ``set``, the profile's ``set``, the
 axis values; a profile's ``base`` replaces the study's (not an ablation's own), and its ``axes``
 replace those axes' values (a small budget, small networks). An ablation without axes is one cell;
-one with ``start_from`` trains from another cell's agents, seed by seed (:mod:`.chain`).
+one with ``start_from`` trains from another cell's agents, seed by seed (``.chain``).
 
 Every axis value and every cell is parsed by the same parser as ``fit`` (LightningCLI), so an
 unknown key or a value of the wrong type ends the command in one line naming the file and key.
@@ -51,7 +51,7 @@ SCHEDULER_KEYS = {"name", "metric", "mode", "grace_period", "reduction_factor", 
 
 
 class _Reader:
-    """Reads one study file, raising :class:`StudyError` with its name and the key at fault."""
+    """Reads one study file, raising ``StudyError`` with its name and the key at fault."""
 
     def __init__(self, path: Path) -> None:
         self.path = path

@@ -16,7 +16,7 @@ def draw_factorial(metric: str, ylabel: str) -> Callable[[Context, list[str], Pa
     """A two-axis ablation as a factorial (an interaction plot): the first axis's values along x, a
     line per value of the second, each point a cell's mean with its interval, members as dots; lines
     apart: a main effect of the second axis, lines not parallel: an interaction. Any other ablation
-    is drawn as bars (:func:`draw_bars`)."""
+    is drawn as bars (``draw_bars``)."""
     bars = draw_bars(((metric, ylabel),))
 
     def draw(ctx: Context, ablations: list[str], path: Path) -> int:

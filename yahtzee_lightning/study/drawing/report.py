@@ -334,7 +334,7 @@ def beside_the_mean(study: Study) -> dict[str, list[str]]:
 def check_report(folder: Path, force: bool, names: list[str] | None = None) -> None:
     """Refuse to replace an earlier report in ``folder`` without ``force``, and, ``force`` or not, a
     file of anyone else's at a name the new report writes (``names``), before anything is drawn.
-    Replaced (by :func:`~yahtzee_lightning.replace.replacing`): only the files the report's manifest
+    Replaced (by ``replacing``): only the files the report's manifest
     proves a report wrote, unchanged since; every other file stays, named in a line. A report written
     before manifests has its files of a report's names counted as a report's."""
     report = Manifest.read(folder)

@@ -1,7 +1,7 @@
 """The claims of a study's report (``claims.md``), judged from its results, never written by hand.
 
 Confirmatory: the study file's hypotheses, each tested as written down before the runs, with Holm's
-correction across them (:mod:`.hypotheses`). Everything else is exploratory, and labelled so: within
+correction across them (``.hypotheses``). Everything else is exploratory, and labelled so: within
 each ablation every cell against the next one down by final mean score (and the first against the
 last: pairs chosen after ranking), Welch's t-test over seeds; a cell against the same recipe at another
 network size at the same games trained (``chain.size_twins``); the factorial effects of ablations with

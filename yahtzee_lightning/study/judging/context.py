@@ -59,7 +59,9 @@ class Context:
         self.study, self.trials = load_plan(out)
         self.table = load_table(out)
         self.reference = references(out, self.study)
-        self.table = with_greedy(out, self.reference, self.table)
+        # One block per dtype (a deep copy consolidates the column a block each the CSV gave): every
+        # exhibit's row selection takes each block once, and the claims make thousands of them.
+        self.table = with_greedy(out, self.reference, self.table).copy()
 
     def label(self, cell_id: str, labels: dict[str, str]) -> str:
         """A cell's legend: its labels, a config file named by what it trains (``A2C, GAE(0.95)``); a

@@ -56,7 +56,7 @@ class Band:
 
 
 def band(values: list[float], bounds: tuple[float, float] = (-math.inf, math.inf)) -> Band:
-    """:class:`Band` of one value per seed, its intervals cut to ``bounds`` (a rate's [0, 1])."""
+    """``Band`` of one value per seed, its intervals cut to ``bounds`` (a rate's [0, 1])."""
     x = np.asarray([v for v in values if math.isfinite(v)], dtype=float)
     mean = interval(x, bounds)
     if len(x) < 2:

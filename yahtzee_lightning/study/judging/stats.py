@@ -168,7 +168,7 @@ def paired(values: Iterable[float], references: Iterable[float], level: float = 
 
 def contrast(groups: list[Iterable[float]], coefs: list[float], level: float = LEVEL) -> Comparison:
     """A contrast ``sum(c_j * mean_j)`` of cell means (a main effect, an interaction, a trend), its
-    interval and p by Welch-Satterthwaite: each cell's variance its own, as in :func:`welch`."""
+    interval and p by Welch-Satterthwaite: each cell's variance its own, as in ``welch``."""
     used = [(c, _finite(g)) for c, g in zip(coefs, groups, strict=True) if c]
     n = " / ".join(str(len(x)) for _, x in used) + " seeds"
     test = "contrast of cell means, Welch-Satterthwaite df"

@@ -29,7 +29,7 @@ CLUSTER_RETRIES = 3
 
 
 def check_address(address: str, timeout: float = ANSWER_TIMEOUT_S) -> None:
-    """Raise :class:`StudyError` unless ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``) accepts a
+    """Raise ``StudyError`` unless ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``) accepts a
     connection within ``timeout`` seconds. ``auto`` (the cluster this machine joined) is left to Ray."""
     if address in ("auto", "local"):
         return
@@ -89,7 +89,7 @@ def node_name(node: dict[str, Any]) -> str:
 
 
 def check_nodes(out: Path, files: list[str], timeout: float = PROBE_TIMEOUT_S) -> int:
-    """Run :func:`node_probe` on every alive node of the connected cluster; raise :class:`StudyError`
+    """Run ``node_probe`` on every alive node of the connected cluster; raise ``StudyError``
     naming the first node that lacks the project (or has another version of it) or one of the
     study's config ``files`` (a trial reads its cell's base config where it runs), does not see the
     study folder ``out`` or cannot write there, or does not answer. Returns the number of nodes."""

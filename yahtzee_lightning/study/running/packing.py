@@ -10,7 +10,7 @@ network shape, task or budget stay trials of their own.
 Since a member's result depends only on its own seed and settings (each member draws from
 generators of its own), a packed cell's members learn what they would have learned in their own
 trial: the results table keeps a row per cell and seed as before, read from the pack's run
-folder by member index (:class:`~.results.Trial`'s ``members``). ``pack: false`` in the study
+folder by member index (``Trial``'s ``members``). ``pack: false`` in the study
 file, or ``study run --no-pack``, keeps one trial per cell; ``pack: [ablation, ...]`` also
 requires each named ablation's cells to share one ensemble, and names the cell that cannot.
 """

@@ -2,7 +2,7 @@
 
 The plain ablations share one experiment (``OUT/ray/cells-HASH``); a scheduled or chained one is an
 experiment of its own (chains last, and only once their sources have ended). A trial is
-:func:`.trial.run_trial`. A killed study resumes: finished trials stay finished, unfinished ones
+``.trial.run_trial``. A killed study resumes: finished trials stay finished, unfinished ones
 restart from their last checkpoint, and a run folder holding its final evaluation never trains again.
 """
 
@@ -35,11 +35,11 @@ from .schedulers import scheduler
 def seeds_per_trial(study: Study, cell: Cell, seeds: list[int], scheduled: bool = False) -> list[list[int]]:
     """THE ENSEMBLE SEAM: how a cell's seeds are split into trials. Without the ensemble every seed is
     a trial; where the model class takes ``ensemble`` (``seeds_as: auto`` or ``members``), a cell's
-    seeds are the members of one: :func:`.trial.trial_config` sets ``ensemble`` to per-member overrides
-    (``[{"seed": 0}, {"seed": 1}]``), :func:`.trial.final_record` reads ``final_evaluation`` by member
-    index, :mod:`.results` gives a history line to the member its ``member`` key names (0 without).
+    seeds are the members of one: ``.trial.trial_config`` sets ``ensemble`` to per-member overrides
+    (``[{"seed": 0}, {"seed": 1}]``), ``.trial.final_record`` reads ``final_evaluation`` by member
+    index, ``.results`` gives a history line to the member its ``member`` key names (0 without).
     ``seeds_as: runs``, a scheduler (it compares, stops and copies trials) and a chained cell (each seed
-    from its own agent: :mod:`.chain`) keep one trial per seed regardless."""
+    from its own agent: ``.chain``) keep one trial per seed regardless."""
     alone = scheduled or cell.start_from or study.seeds_as == "runs"
     if alone or (study.seeds_as == "auto" and not cell.accepts_ensemble):
         return [[s] for s in seeds]
@@ -49,7 +49,7 @@ def seeds_per_trial(study: Study, cell: Cell, seeds: list[int], scheduled: bool 
 
 def plan_trials(study: Study) -> list[Trial]:
     """Every trial of the study, each (experiment, cell, seeds) once; those of cells that can share an
-    ensemble packed into one run (:mod:`.packing`)."""
+    ensemble packed into one run (``.packing``)."""
     trials: dict[tuple[str, str, tuple[int, ...]], Trial] = {}
     for ab in study.ablations.values():
         experiment = ab.experiment
@@ -134,7 +134,7 @@ _PROGRESS = Progress(0, {})  # the running study's: a restored experiment's call
 
 
 class ProgressCallback(tune.Callback):
-    """Tune's side of :class:`Progress`."""
+    """Tune's side of ``Progress``."""
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
         beat()
@@ -275,7 +275,7 @@ def run_study(
     """Run (or resume) every trial of ``study`` into ``out``, then write its results table.
     Returns 0, or 1 when a cell failed (the others ran; ``results.csv`` says which and why).
     ``command`` (the command line, for the report) is logged with the session's wall clock.
-    On a cluster (``address``) every node is checked first (:mod:`.cluster`), and a trial whose
+    On a cluster (``address``) every node is checked first (``.cluster``), and a trial whose
     process died (its node lost) is retried from its newest checkpoint ``retries`` times (default:
     3 on a cluster, none locally)."""
     out = Path(out).resolve()  # Ray storage paths must be absolute (a relative one is read as a URI)
