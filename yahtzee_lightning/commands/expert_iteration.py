@@ -22,9 +22,13 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .args import VerbParser, plain
+
+if TYPE_CHECKING:
+    from .iteration_config import LoopConfig
+    from .iteration_record import LoopState
 
 STAGE_FOLDER = "stage_{}"
 
@@ -72,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0  # unreachable: parser.error exits
 
 
-def run_loop(config: Any, state: Any, out: Path, stop_after: int | None, command: str) -> int:
+def run_loop(config: LoopConfig, state: LoopState, out: Path, stop_after: int | None, command: str) -> int:
     """Every stage not finished yet, then the agent; the progress line of each stage as it ends."""
     from .iteration_record import stage_line, write_history
 
@@ -98,7 +102,7 @@ def run_loop(config: Any, state: Any, out: Path, stop_after: int | None, command
     return 0
 
 
-def check_stages(config: Any) -> None:
+def check_stages(config: LoopConfig) -> None:
     """Parse the fit recipe of stage 0 and of a search-taught stage as fit would (``--print_config``:
     nothing is built or written), and the value's settings: a bad key or value ends here in one line."""
     import contextlib
@@ -127,7 +131,7 @@ def check_stages(config: Any) -> None:
                     raise
 
 
-def plan_line(config: Any) -> str:
+def plan_line(config: LoopConfig) -> str:
     """What the loop will run, in one line, before it runs it."""
     from ..players.lookahead import ValueSettings
 
@@ -142,7 +146,7 @@ def plan_line(config: Any) -> str:
     )
 
 
-def run_stage(config: Any, state: Any, out: Path, stage: int) -> None:
+def run_stage(config: LoopConfig, state: LoopState, out: Path, stage: int) -> None:
     """One stage's steps (fit, export, value, evaluate), each skipped where the state says it finished."""
     folder = out / STAGE_FOLDER.format(stage)
     agent = folder / "agent"
@@ -158,7 +162,7 @@ def run_stage(config: Any, state: Any, out: Path, stage: int) -> None:
             state.record(stage, step, {**record, "seconds": round(time.perf_counter() - started, 1)})
 
 
-def stage_recipe(config: Any, out: Path, stage: int) -> dict[str, Any]:
+def stage_recipe(config: LoopConfig, out: Path, stage: int) -> dict[str, Any]:
     """The fit recipe of ``stage``: the config's recipe with its settings, the stage's budget, its start
     and teacher, its own checkpoint and log folders, and nothing that reads the exact table."""
     from .iteration_config import recipe_model
@@ -201,7 +205,7 @@ def stage_recipe(config: Any, out: Path, stage: int) -> dict[str, Any]:
     return recipe
 
 
-def fit_stage(config: Any, out: Path, stage: int) -> dict[str, Any]:
+def fit_stage(config: LoopConfig, out: Path, stage: int) -> dict[str, Any]:
     """The stage's fit, through fit's own LightningCLI; its ``last.ckpt`` resumed where a kill left one."""
     import yaml
 
@@ -234,7 +238,7 @@ def value_entry(agent: Path) -> dict[str, Any]:
     return entry if isinstance(entry, dict) else {}
 
 
-def learn_value(config: Any, out: Path, stage: int) -> dict[str, Any]:
+def learn_value(config: LoopConfig, out: Path, stage: int) -> dict[str, Any]:
     """Stage 0: the value learned from its games; a stage on the schedule: its TD rounds go on from the
     value the stage carries, on stage 0's games or the stage's own (turn-value's own function, never
     its diagnostic: the exact table is not read)."""
@@ -261,9 +265,10 @@ def learn_value(config: Any, out: Path, stage: int) -> dict[str, Any]:
     return {"updated": True}
 
 
-def evaluate_stage(config: Any, agent: Path, stage: int) -> dict[str, Any]:
+def evaluate_stage(config: LoopConfig, agent: Path, stage: int) -> dict[str, Any]:
     """The network alone and its search on the held-back games (scores only: no table), and the
     value's held-out error to its own backups (the round kept)."""
+    from ..digest import VALUE_DIGEST
     from ..evaluation import play_games, summarize
     from ..hub import YahtzeeAgent
     from ..players.lookahead import lookahead_player
@@ -281,13 +286,11 @@ def evaluate_stage(config: Any, agent: Path, stage: int) -> dict[str, Any]:
     residuals = info.get("td_residual") or []
     kept = info.get("kept_round", len(residuals) - 1)
     row["value_error"] = round(residuals[kept], 4) if residuals else None
-    from ..digest import VALUE_DIGEST
-
     row["value_sha256"] = value_entry(agent).get(VALUE_DIGEST)
     return row
 
 
-def write_agent(config: Any, state: Any, out: Path, command: str) -> None:
+def write_agent(config: LoopConfig, state: LoopState, out: Path, command: str) -> None:
     """The last stage exported as the loop's agent (export's own function): judged on the protocol's
     games for its card (network alone and look-ahead), the loop's config beside it, its stages on it."""
     from ..machine import describe_machine
@@ -307,7 +310,7 @@ def write_agent(config: Any, state: Any, out: Path, command: str) -> None:
         raise SystemExit(code)
 
 
-def budget(state: Any) -> str:
+def budget(state: LoopState) -> str:
     """The loop's wall clock from nothing, by kind of step."""
     parts: dict[str, float] = {}
     for key, steps in state.data["stages"].items():

@@ -232,7 +232,7 @@ def check_runs(out: Path, names: list[str], where: str) -> None:
     there = run_folders(list(_files(out, under=[RUNS])))
     other = [r for r in there if r not in ours]
     if other:
-        shown = ", ".join(other[:3]) + (f" and {len(other) - 3} more" if len(other) > 3 else "")
+        shown = _some(other)
         raise StudyError(
             f"{out}: holds runs that are not in {where}'s study ({shown}); pull into that study's folder "
             "or a new one (nothing written)"
@@ -252,8 +252,13 @@ def check_clashes(out: Path, files: dict[str, str], where: str) -> list[str]:
         elif file_sha256(path) != digest:
             clash.append(name)
     if clash:
-        shown = ", ".join(clash[:3]) + (f" and {len(clash) - 3} more" if len(clash) > 3 else "")
+        shown = _some(clash)
         raise StudyError(
             f"{out}: {shown} would be overwritten but differ from {where}'s; move them away first (nothing written)"
         )
     return todo
+
+
+def _some(names: list[str]) -> str:
+    """The first three names and how many more: a refusal names what it found without a wall of paths."""
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
