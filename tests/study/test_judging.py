@@ -195,7 +195,7 @@ def test_a_session_keeps_the_code_it_started_with_and_names_a_change_and_a_dirty
             {"commit": "c" * 40, "clean": True},  # ... and ends after a commit
         ]
     )
-    monkeypatch.setattr(records, "source_state", lambda: next(states))
+    monkeypatch.setattr(records, "source_state", lambda out=None: next(states))
     for session, started in enumerate((time.time() - 100, time.time())):
         records.log_session(tmp_path, f"study run {session}", started, 2, None, end=False)
         err = capsys.readouterr().err

@@ -206,3 +206,28 @@ def test_history_lines_are_numbered_and_a_line_cut_short_does_not_swallow_the_ne
         rows = read_lines(path)
     assert [r["eval/mean_score"] for r in rows] == [40.1, 45.2] and all("line" not in r for r in rows)
     assert f"{path}:2: cut short" in caplog.text
+
+
+def test_a_session_is_clean_when_only_the_study_s_own_records_changed(tmp_path):
+    """A study writing into the checkout (docs/study/NAME) changes its own records as it runs: the
+    session's line still says clean; an edit anywhere else says not clean."""
+    import subprocess
+
+    from yahtzee_lightning.study.records import source_state
+
+    repo = tmp_path / "checkout"
+    (repo / "docs" / "study" / "s").mkdir(parents=True)
+    (repo / "docs" / "study" / "s" / "manifest.json").write_text("{}")
+    (repo / "code.py").write_text("x = 1\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "start"], check=True)
+    out = repo / "docs" / "study" / "s"
+    assert source_state(out, checkout=repo)["clean"] is True
+    (out / "manifest.json").write_text('{"runs": 1}')  # the study's own record, written as it starts
+    assert source_state(out, checkout=repo)["clean"] is True
+    assert source_state(None, checkout=repo)["clean"] is False  # without the folder named: not clean
+    (repo / "code.py").write_text("x = 2\n")  # the code itself
+    assert source_state(out, checkout=repo)["clean"] is False
+    assert source_state(tmp_path / "elsewhere", checkout=repo)["clean"] is False  # out outside the checkout

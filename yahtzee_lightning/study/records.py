@@ -138,22 +138,34 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
 CHECKOUT = Path(__file__).resolve().parents[2]
 
 
-def git(*args: str) -> str | None:
+def git(*args: str, checkout: Path = CHECKOUT) -> str | None:
     """A git command's output in the package's checkout, or None where git or the checkout is missing."""
     import subprocess
 
     try:
-        done = subprocess.run(["git", "-C", str(CHECKOUT), *args], capture_output=True, text=True, timeout=30)
+        done = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def source_state() -> dict[str, Any]:
+def source_state(out: Path | None = None, checkout: Path = CHECKOUT) -> dict[str, Any]:
     """The code a session trains with: the checkout's commit, and whether its tracked files were clean
-    (``clean`` False: uncommitted changes, so the commit alone does not say what ran)."""
-    commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no") if commit else None
+    (``clean`` False: uncommitted changes, so the commit alone does not say what ran). The study's own
+    folder ``out`` is left out where it lies in the checkout: its records change as it runs, the code
+    does not."""
+    commit = git("rev-parse", "HEAD", checkout=checkout)
+    if commit is None:
+        return {"commit": None, "clean": None}
+    spec = ["--", "."]
+    if out is not None:
+        try:
+            inside = Path(out).resolve().relative_to(checkout.resolve())
+        except ValueError:  # the study writes outside the checkout: nothing of it to leave out
+            inside = None
+        if inside is not None and inside.parts:
+            spec.append(f":(exclude,top){inside.as_posix()}")
+    status = git("status", "--porcelain", "--untracked-files=no", *spec, checkout=checkout)
     return {"commit": commit, "clean": None if status is None else status == ""}
 
 
@@ -172,7 +184,7 @@ def log_session(out: Path, command: str | None, started: float, cpus: int, addre
         "machine": describe_machine() if address is None else f"Ray cluster at {address}",
         "cpus": cpus,
     }
-    state = source_state()
+    state = source_state(out)
     path = out / SESSIONS
     lines = read_lines(path)  # a damaged or edited line is named and left out
     if end and lines and lines[-1].get("started") == record["started"]:
