@@ -74,7 +74,31 @@ def test_every_config_is_found():
     assert {"ppo.yaml", "a2c.yaml", "distill.yaml", "quickstart.yaml", "dqn_two_player.yaml"} <= set(CONFIGS)
 
 
-@pytest.mark.parametrize("config", CONFIGS)
+# One recipe per algorithm (and the README's) in the README's tests; the other recipes, each a few seconds
+# of LightningCLI and a tiny fit, after it with the slow ones (a new recipe among them).
+QUICK_CONFIGS = {
+    "quickstart.yaml",
+    "a2c.yaml",
+    "ppo.yaml",
+    "reinforce.yaml",
+    "dqn_two_player.yaml",
+    "expert_iteration.yaml",
+}
+EVERY_CONFIG = [
+    c if c in QUICK_CONFIGS else pytest.param(c, marks=pytest.mark.slow("one more recipe's tiny fit: about 6 s each"))
+    for c in CONFIGS
+]
+
+
+def test_each_algorithm_has_a_recipe_among_the_quick_ones():
+    classes = {
+        yaml.safe_load((ROOT / "conf" / c).read_text()).get("model", {}).get("class_path", "").rsplit(".", 1)[-1]
+        for c in QUICK_CONFIGS
+    }
+    assert {"Distill", "A2C", "PPO", "Reinforce", "DQN", "ExpertIteration"} <= classes, classes
+
+
+@pytest.mark.parametrize("config", EVERY_CONFIG)
 def test_every_config_trains_and_checkpoints(tmp_path, config, monkeypatch):
     """Every YAML under conf/, a new one included, trains for a tiny budget and checkpoints."""
     monkeypatch.chdir(tmp_path)

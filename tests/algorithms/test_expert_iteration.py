@@ -45,6 +45,7 @@ def test_every_position_is_labelled_by_the_agents_own_search(no_table, monkeypat
         td = env.step(td)["next"]
 
 
+@pytest.mark.slow("a stage taught by the search, then judged against the first: about 30 s")
 def test_a_seeded_stage_learns_from_the_search_without_the_exact_table(no_table):
     """From a random start, imitating the agent's search raises the score; trained and evaluated
     with the exact table's loader refusing."""

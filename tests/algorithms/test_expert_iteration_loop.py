@@ -67,6 +67,7 @@ def test_the_loop_runs_from_nothing_to_an_agent_without_the_exact_table(tmp_path
     assert (out / "agent" / "loop.yaml").is_file()  # the recipe beside the weights
 
 
+@pytest.mark.slow("a tiny loop run whole and again killed at each step: about 25 s")
 def test_a_killed_loop_resumes_with_the_same_command_and_loses_nothing(tmp_path, monkeypatch, capsys, default_table):
     config = loop_config(tmp_path, judge_games=6)  # judged at the end: the exact table, read once the loop is done
     out = tmp_path / "loop"
@@ -115,6 +116,7 @@ def test_a_loop_may_be_extended_but_not_changed():
     assert digest() != digest(games_per_stage=16) and digest() != digest(seed=1)
 
 
+@pytest.mark.slow("a tiny loop run, then extended by one stage: about 18 s")
 def test_a_finished_loop_extended_by_a_stage_goes_on_from_its_last(tmp_path, capsys):
     from yahtzee_lightning.hub import YahtzeeAgent
 

@@ -45,6 +45,7 @@ def copied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         sys.modules.pop(module, None)
 
 
+@pytest.mark.slow("the template's own test file, which trains its algorithm: about 20 s")
 def test_the_templates_own_tests_pass(copied):
     tests = importlib.import_module("test_clipped_a2c")
     assert tests.__file__ == str(copied / "test_clipped_a2c.py")

@@ -268,6 +268,7 @@ def _python(args: list[str], env: dict, cwd: Path) -> str:
     return out.stdout
 
 
+@pytest.mark.slow("pushes and pulls in three fresh processes (torch and Lightning imported in each): about 35 s")
 def test_push_then_pull_in_fresh_processes_and_offline(tmp_path, hub, hub_env):
     v1, v2 = _agent(tmp_path / "tiny"), _agent(tmp_path / "tiny-v2", games=0, seed=1)
     (v1 / "notes.txt").write_text("not part of the agent")  # stays behind

@@ -325,6 +325,7 @@ def test_a_killed_value_learning_resumes_from_its_last_round_to_the_same_value(t
     assert info["td_mse"] == whole_info["td_mse"] and not rounds.exists()
 
 
+@pytest.mark.slow("learns a value, then warm-starts it through the verb: about 30 s")
 def test_a_warm_start_goes_on_from_the_agents_own_value(agent_folder, capsys):
     """warm_start begins the TD rounds at the value the agent carries (no returns regression): with no
     rounds it gives that value back, and its first held-out error is that value's own; a value of
