@@ -1,9 +1,11 @@
 """Weights out of the repository: a clone is kilobytes of code and the records of its studies, and a
 machine that takes at most 64 MiB of the tree (the GPU machine) can be sent it. A tracked file over
 5 MB, or tracked files over 25 MB in all (the shipped agents in checkpoints/ included), fail here,
-save one: the resume checkpoint of a study run still in flight (``last.ckpt`` with no ``final.json``
-beside its run), which a study commits at most once a session and which goes when the run ends
-(its weights to the Hub: ``study push``). CONTRIBUTING, "Weights live on the Hub, not in git"."""
+save the resume state of a run still in flight, committed at most once a session and gone when the
+run ends: a study run's ``last.ckpt`` with no ``final.json`` beside its run (its weights then go to
+the Hub: ``study push``), and the weights of an expert-iteration loop whose ``loop_state.json`` is
+tracked with no ``agent/`` beside it yet (the finished agent ships in ``checkpoints/``).
+CONTRIBUTING, "Weights live on the Hub, not in git"."""
 
 import subprocess
 from pathlib import Path, PurePosixPath
@@ -40,13 +42,23 @@ def tracked_sizes() -> dict[str, int]:
     return {path: int(by_blob[blob]) for path, blob in blobs.items()}
 
 
+WEIGHTS = (".ckpt", ".safetensors")
+
+
 def in_flight(path: str, tracked: set[str]) -> bool:
-    """A study run's resume checkpoint while the run is unfinished: ``docs/study/S/runs/.../checkpoints/
-    last.ckpt`` in a run folder that tracks no ``final.json``."""
+    """The resume state of a run still in flight: a study run's ``docs/study/S/runs/.../checkpoints/
+    last.ckpt`` in a run folder that tracks no ``final.json``; or weights under a folder that tracks an
+    expert-iteration loop's ``loop_state.json`` and no ``agent/config.json`` (the loop's own agent,
+    written as it ends)."""
     p = PurePosixPath(path)
-    if p.parts[:2] != ("docs", "study") or "runs" not in p.parts or p.parts[-2:] != ("checkpoints", "last.ckpt"):
+    if p.parts[:2] == ("docs", "study") and "runs" in p.parts and p.parts[-2:] == ("checkpoints", "last.ckpt"):
+        return str(p.parent.parent / "final.json") not in tracked
+    if not p.name.endswith(WEIGHTS):
         return False
-    return str(p.parent.parent / "final.json") not in tracked
+    for loop in p.parents:
+        if str(loop / "loop_state.json") in tracked:
+            return str(loop / "agent" / "config.json") not in tracked
+    return False
 
 
 def too_large(sizes: dict[str, int]) -> list[str]:
@@ -62,7 +74,7 @@ def too_large(sizes: dict[str, int]) -> list[str]:
     return lines
 
 
-def test_no_tracked_file_over_5_mb_nor_tree_over_25_mb_save_a_study_run_in_flight():
+def test_no_tracked_file_over_5_mb_nor_tree_over_25_mb_save_a_run_in_flight():
     sizes = tracked_sizes()
     assert "pyproject.toml" in sizes  # the checkout's own listing, not an empty one
     lines = too_large(sizes)
@@ -84,9 +96,37 @@ def test_no_tracked_file_over_5_mb_nor_tree_over_25_mb_save_a_study_run_in_fligh
         ),
         ({"docs/study/s/runs/c1/seed0/checkpoints/epoch=3.ckpt": 6 * MB}, ["epoch=3.ckpt: 6.0 MB"]),
         ({"docs/other/checkpoints/last.ckpt": 6 * MB}, ["docs/other/checkpoints/last.ckpt: 6.0 MB"]),
+        # an expert-iteration loop in flight: its stages' weights, in size and in the total
+        (
+            {"docs/loop/run/loop_state.json": 9, "docs/loop/run/stage_2/checkpoints/last.ckpt": 6 * MB}
+            | {f"docs/loop/run/stage_{i}/agent/model.safetensors": 4 * MB for i in range(6)},
+            [],
+        ),
+        # finished (its agent written): the weights go
+        (
+            {"docs/loop/run/loop_state.json": 9, "docs/loop/run/agent/config.json": 9}
+            | {"docs/loop/run/stage_2/checkpoints/last.ckpt": 6 * MB},
+            ["docs/loop/run/stage_2/checkpoints/last.ckpt: 6.0 MB"],
+        ),
+        # no loop state: not a loop
+        ({"docs/loop/run/stage_2/checkpoints/last.ckpt": 6 * MB}, ["docs/loop/run/stage_2/checkpoints/last.ckpt"]),
+        # in a loop in flight, a file that is not weights counts
+        ({"docs/loop/run/loop_state.json": 9, "docs/loop/run/events.log": 6 * MB}, ["docs/loop/run/events.log"]),
     ],
-    ids=["small", "big-file", "big-tree", "in-flight", "finished", "not-resume", "not-a-study"],
+    ids=[
+        "small",
+        "big-file",
+        "big-tree",
+        "in-flight",
+        "finished",
+        "not-resume",
+        "not-a-study",
+        "loop-in-flight",
+        "loop-finished",
+        "not-a-loop",
+        "loop-not-weights",
+    ],
 )
-def test_the_rule_names_what_breaks_it_and_spares_only_a_run_in_flight(sizes, breaks):
+def test_the_rule_names_what_breaks_it_and_spares_only_runs_in_flight(sizes, breaks):
     lines = too_large(sizes)
     assert len(lines) == len(breaks) and all(b in line for b, line in zip(breaks, lines, strict=True)), lines

@@ -84,6 +84,7 @@ def test_loss_is_zero_regret_for_the_teacher_and_positive_for_a_uniform_policy()
     assert float(diagnostics["regret_keep"]) == 0.0 and float(diagnostics["regret_box"]) == 0.0
 
 
+@pytest.mark.slow("trains a distilled network toward the optimum: about 30 s")
 def test_distillation_approaches_the_optimum_and_learns_the_value(default_table):
     L.seed_everything(0)
     model = Distill(games_per_batch=128, total_games=3840, lr=3e-3, epochs=2, games_per_minibatch=16, seed=0, **SMALL)
@@ -139,6 +140,7 @@ def test_bad_settings_name_themselves(kwargs, message):
         Distill(**kwargs)
 
 
+@pytest.mark.slow("distils, then fine-tunes with PPO: about 15 s")
 def test_ppo_fine_tuning_from_a_distilled_agent_keeps_its_strength(tmp_path):
     """``init_from`` an agent folder: a short PPO fine-tune must not wreck a strong start."""
     from yahtzee_lightning.hub import YahtzeeAgent

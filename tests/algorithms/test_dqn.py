@@ -1,6 +1,7 @@
 """DQN in the two-player game: TorchRL's loss, buffer and target updater, wired by one small file."""
 
 import lightning as L
+import pytest
 
 from yahtzee_lightning.algorithms.dqn import DQN, QPlayer
 from yahtzee_lightning.evaluation.match import play_matches
@@ -29,6 +30,7 @@ def _train(**kwargs) -> DQN:
     return model
 
 
+@pytest.mark.slow("learns to beat random play: about 12 s")
 def test_dqn_with_meta_actions_learns_to_beat_random_play():
     model = _train(meta_actions=True, total_games=192, updates_per_batch=16)
     assert len(model.buffer) == 192 * 39  # every learner step went into the replay buffer

@@ -117,6 +117,7 @@ def test_bad_ensembles_name_the_setting(ensemble, message):
         A2C(**TINY, ensemble=ensemble)
 
 
+@pytest.mark.slow("an ensemble fit, killed, resumed and exported: about 13 s")
 def test_an_ensemble_from_the_command_line_logs_resumes_and_exports_its_members(tmp_path, capsys, monkeypatch):
     from test_cli import _fit
 

@@ -38,7 +38,16 @@ def test_single_turn_reinforce_beats_random_play():
 
 @pytest.mark.parametrize(
     "cls, extra",
-    [(A2C, {}), (A2C, {"gae_lambda": 0.95}), (PPO, {"games_per_minibatch": 64, "gae_lambda": 0.8})],
+    [
+        (A2C, {}),
+        # the other two learn the same way, longer: after the README's tests, with the slow ones
+        pytest.param(A2C, {"gae_lambda": 0.95}, marks=pytest.mark.slow("a full-game training run: about 20 s")),
+        pytest.param(
+            PPO,
+            {"games_per_minibatch": 64, "gae_lambda": 0.8},
+            marks=pytest.mark.slow("a full-game training run: about 20 s"),
+        ),
+    ],
 )
 def test_full_game_training_raises_the_mean_score(cls, extra):
     L.seed_everything(0)

@@ -28,7 +28,11 @@ def _close(a: torch.nn.Module, b: torch.nn.Module) -> None:
         torch.testing.assert_close(p, q, atol=2e-6, rtol=0, msg=lambda m, n=name: f"{n}: {m}")
 
 
-@pytest.mark.parametrize("cls", [A2C, PPO, Reinforce], ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "cls",
+    [A2C, pytest.param(PPO, marks=pytest.mark.slow("PPO's epochs over a pack and alone: about 13 s")), Reinforce],
+    ids=lambda c: c.__name__,
+)
 def test_each_member_of_a_batched_pack_learns_what_it_learns_alone(cls):
     pack = _fit(cls, ensemble=MEMBERS, ensemble_update="batched")
     loop = _fit(cls, ensemble=MEMBERS)

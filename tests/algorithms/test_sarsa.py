@@ -41,6 +41,7 @@ def test_full_game_is_refused():
         StateIndex(Rules())
 
 
+@pytest.mark.slow("learns the four-box game to beat random play: about 15 s")
 def test_sarsa_beats_random_on_the_four_box_game():
     torch.manual_seed(0)
     model = TabularSARSA(boxes=(6, 8, 9, 12), num_envs=256, epsilon_games=15_000, eval_games=500, seed=0)

@@ -12,8 +12,13 @@ from yahtzee_lightning.solver import OptimalTable, TurnOracle, load_or_solve, re
     [
         (Rules(), 254.5896),  # Verhoeff 1999, Glenn 2006
         (Rules(joker="forced"), 254.5877),
-        (Rules(joker="off"), 253.9702),
-        (Rules(yahtzee_bonus=False, joker="off"), 245.8708),  # Glenn 2006
+        # two more variants' tables, each solved from nothing: after the README's tests, with the slow ones
+        pytest.param(Rules(joker="off"), 253.9702, marks=pytest.mark.slow("a variant's table solved: about 12 s")),
+        pytest.param(  # Glenn 2006
+            Rules(yahtzee_bonus=False, joker="off"),
+            245.8708,
+            marks=pytest.mark.slow("a variant's table solved: about 12 s"),
+        ),
     ],
 )
 def test_published_optima(rules, optimum):

@@ -3,6 +3,7 @@
 import json
 
 import lightning as L
+import pytest
 import torch
 
 from yahtzee_lightning.algorithms import A2C
@@ -11,6 +12,7 @@ from yahtzee_lightning.study.results import SATURATED_LOGIT, _eval_columns, coll
 from yahtzee_lightning.study.running.trial import HISTORY, LatestMetrics, StudyRecorder
 
 
+@pytest.mark.slow("a tiny run trained into saturation: about 15 s")
 def test_a_tiny_run_driven_into_saturation_is_named_collapsed(tmp_path):
     # A learning rate of 0.5 with no clipping, no entropy bonus and raw advantages: the heads' logits
     # run into the thousands within a few dozen updates.

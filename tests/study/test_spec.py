@@ -35,7 +35,14 @@ def _write(tmp_path: Path, name: str = "s", **changes) -> Path:
     return path
 
 
-@pytest.mark.parametrize("profile", ["smoke", "cpu", "long", "full"])
+@pytest.mark.parametrize(
+    "profile",
+    ["smoke"]
+    + [
+        pytest.param(p, marks=pytest.mark.slow("every cell of a profile parsed as fit parses it: about 15 s"))
+        for p in ("cpu", "long", "full")
+    ],
+)
 def test_the_paper_study_expands_for_each_profile(profile):
     study = load_study(ROOT / "conf" / "study" / "paper.yaml", profile)
     ablations = {"algorithm", "representation", "architecture", "layer_norm", "entropy", "gae_lambda", "single_turn"}
