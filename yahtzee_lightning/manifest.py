@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .atomic import write_text_whole
 from .digest import DIGEST_KEY, record_sha256
 from .untrusted import read_json
 
@@ -121,10 +122,7 @@ class Manifest:
         """Write the manifest (atomically: a kill leaves the old one or the new one)."""
         record: dict[str, Any] = {"format": 1, "files": dict(sorted(self.files.items())), "session": self.session}
         record[DIGEST_KEY] = record_sha256(record)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.folder / f".{MANIFEST}.{os.getpid()}"
-        tmp.write_text(json.dumps(record, indent=1))
-        os.replace(tmp, self.folder / MANIFEST)
+        write_text_whole(self.folder / MANIFEST, json.dumps(record, indent=1))
 
     def owns(self, name: str) -> bool:
         """Whether ``name`` (relative to the folder) is a file we wrote, unchanged since."""

@@ -5,9 +5,10 @@ so that a killed loop goes on where it stopped and a loop of other settings is r
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from ..atomic import write_text_whole, written_whole
 
 STATE, HISTORY, FIGURE = "loop_state.json", "history.jsonl", "stages.png"
 
@@ -40,9 +41,7 @@ class LoopState:
         self.write()
 
     def write(self) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps(self.data, indent=1), encoding="utf-8")
-        os.replace(tmp, self.path)
+        write_text_whole(self.path, json.dumps(self.data, indent=1))
 
     def agent(self, stages: int) -> dict[str, Any] | None:
         """The record of the agent written after stage ``stages``, else None (not yet, or after another)."""
@@ -70,9 +69,7 @@ class LoopState:
 
 def write_history(out: Path, rows: list[dict[str, Any]]) -> None:
     """``history.jsonl`` (a line a finished stage) and ``stages.png``, rewritten whole from the state."""
-    tmp = out / (HISTORY + ".tmp")
-    tmp.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    os.replace(tmp, out / HISTORY)
+    write_text_whole(out / HISTORY, "".join(json.dumps(row) + "\n" for row in rows))
     draw_stages(rows, out / FIGURE)
 
 
@@ -102,10 +99,9 @@ def draw_stages(rows: list[dict[str, Any]], path: Path) -> None:
     bottom.set_xticks(stages)
     bottom.grid(alpha=0.3)
     fig.tight_layout()
-    tmp = path.with_name(path.stem + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
+    with written_whole(path) as partial:
+        fig.savefig(partial, dpi=110)
     plt.close(fig)
-    os.replace(tmp, path)
 
 
 def stage_line(row: dict[str, Any], stages: int, total_seconds: float) -> str:

@@ -14,13 +14,13 @@ learned from its own games by ``learn_turn_value`` (``yahtzee-lightning turn-val
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
+from ..atomic import written_whole
 from ..env import keys as K
 from ..env.games import Games, Observation
 from ..game import Rules, card_total
@@ -366,10 +366,8 @@ class RoundsFile:
         tensors = {f"net.{k}": v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
         tensors |= {f"best.{k}": v.detach().cpu().contiguous() for k, v in (best or {}).items()}
         meta = {"settings": self.settings, "seconds": round(time.perf_counter() - self.start, 1), **record}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        save_file(tensors, str(tmp), metadata={"rounds": json.dumps(meta)})
-        os.replace(tmp, self.path)
+        with written_whole(self.path) as partial:
+            save_file(tensors, str(partial), metadata={"rounds": json.dumps(meta)})
 
     def done(self) -> None:
         """The value is learned: its rounds are not needed any more."""

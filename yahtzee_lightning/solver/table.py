@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from ..atomic import written_whole
 from ..game import Rules
 from ..game.rules import UPPER_BONUS_THRESHOLD, YAHTZEE_BOX
 from .turn import N_MASKS, N_UPPER, turn_start_values
@@ -82,10 +82,8 @@ class OptimalTable:
             "sha256": values_sha256(self.values),
         }
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")  # never a half-written table under its name
-        save_file({"values": self.values.cpu().contiguous()}, str(partial), metadata=meta)
-        os.replace(partial, path)
+        with written_whole(path) as partial:  # never a half-written table under its name
+            save_file({"values": self.values.cpu().contiguous()}, str(partial), metadata=meta)
 
     @classmethod
     def load(cls, path: str | Path, rules: Rules | None = None, device: torch.device | str = "cpu") -> OptimalTable:

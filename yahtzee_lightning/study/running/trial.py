@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +26,7 @@ import torch
 import yaml
 from lightning.pytorch.loggers import Logger
 
+from ...atomic import write_text_whole
 from ...loop.checkpoint import is_run_checkpoint
 from ...loop.resume import checkpoint_digest, load_checked
 from ...manifest import Manifest
@@ -274,12 +274,6 @@ def final_record(module: L.LightningModule, cell_id: str, seed: int, settings: d
     return out
 
 
-def write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def final_metrics(record: dict[str, Any]) -> dict[str, float]:
     """The final evaluation as the trial's last result to Ray (its scheduler's metric included): a
     packed trial's is the mean over its members (``record["members"]``), not its first member's."""
@@ -308,7 +302,7 @@ def last_line(path: Path) -> str:
 def _failed(run_dir: Path, message: str) -> None:
     """Write why the trial failed (its first line) to ``error.txt``, the study's record of it."""
     first = message.strip().splitlines()[0] if message.strip() else ""
-    write_atomically(run_dir / ERROR, first + "\n")
+    write_text_whole(run_dir / ERROR, first + "\n")
     Manifest.read(run_dir).add([ERROR])
 
 
@@ -361,6 +355,6 @@ def run_trial(config: dict[str, Any], trials: dict[str, dict[str, Any]] | None =
             _failed(run_dir, f"{type(e).__name__}: {e}")
             raise
     record = final_record(cli.model, cell.id, seeds[0], settings) | where()  # the node it finished on
-    write_atomically(run_dir / FINAL, final_text(record))
+    write_text_whole(run_dir / FINAL, final_text(record))
     Manifest.read(run_dir).add([FINAL, LOG])
     tune.report(final_metrics(record))
