@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
         "machine",
         "digest",
         "untrusted",
+        "atomic",
         "manifest",
         "replace",
         "shipped",
