@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from yahtzee_lightning.commands import expert_iteration
+from yahtzee_lightning.commands import expert_iteration, iteration_record
 from yahtzee_lightning.commands.iteration_config import read_loop_config
-from yahtzee_lightning.commands.iteration_record import LoopState
+from yahtzee_lightning.commands.iteration_record import LoopState, timed_step
 
 SMOKE = Path(__file__).resolve().parents[2] / "conf" / "expert_iteration_loop_smoke.yaml"
 
@@ -175,3 +175,29 @@ def test_bad_settings_are_refused_in_one_line_before_training(tmp_path, capsys, 
     err = capsys.readouterr().err
     assert why in err and err.count("\n") == 1, err
     assert not (tmp_path / "loop").exists()  # refused before anything was written
+
+
+def test_a_killed_step_keeps_its_seconds_and_its_resume_adds_to_them(tmp_path, monkeypatch):
+    """The loop's wall clock from nothing counts the time a kill cost: a step's seconds so far are in
+    the state every heartbeat while it runs (a kill the process cannot see) and when it ends early
+    (one it can); the resumed step's record holds both runs' seconds, and says how many came first."""
+    import time
+
+    monkeypatch.setattr(iteration_record, "HEARTBEAT_S", 0.02)
+    state = LoopState(tmp_path, "digest", {})
+    with timed_step(state, 1, "fit"):
+        time.sleep(0.2)
+        on_disk = json.loads((tmp_path / "loop_state.json").read_text())  # as a SIGKILL would leave it
+        assert on_disk["running"]["step"] == "fit" and 0.0 < on_disk["running"]["seconds"] <= 0.2
+    with pytest.raises(KeyboardInterrupt), timed_step(state, 1, "value"):
+        time.sleep(0.1)
+        raise KeyboardInterrupt  # Ctrl-C, or an error
+    resumed = LoopState(tmp_path, "digest", {})  # the next run of the same command
+    before = resumed.interrupted(1, "value")
+    assert before >= 0.1 and resumed.interrupted(1, "fit") == 0.0  # only the step that was running
+    with timed_step(resumed, 1, "value") as elapsed:
+        time.sleep(0.05)
+    resumed.record(1, "value", expert_iteration.step_record({}, elapsed(), before))
+    record = LoopState(tmp_path, "digest", {}).done(1, "value")
+    assert record["seconds"] >= 0.15 and record["seconds_before_a_kill"] == round(before, 1)
+    assert "running" not in json.loads((tmp_path / "loop_state.json").read_text())  # finished: nothing in flight

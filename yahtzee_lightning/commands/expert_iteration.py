@@ -20,7 +20,6 @@ import copy
 import json
 import shlex
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_loop(config: LoopConfig, state: LoopState, out: Path, stop_after: int | None, command: str) -> int:
     """Every stage not finished yet, then the agent; the progress line of each stage as it ends."""
-    from .iteration_record import stage_line, write_history
+    from .iteration_record import stage_line, timed_step, write_history
 
     print(plan_line(config), file=sys.stderr)
     finished = [row["stage"] for row in state.history()]
@@ -95,9 +94,10 @@ def run_loop(config: LoopConfig, state: LoopState, out: Path, stop_after: int | 
             print(f"stopped after stage {stage} (--stop-after): the same command without it goes on", file=sys.stderr)
             return 0
     if state.agent(config.stages) is None:
-        started = time.perf_counter()
-        write_agent(config, state, out, command)
-        state.record_agent(config.stages, {"seconds": round(time.perf_counter() - started, 1)})
+        before = state.interrupted(config.stages, "agent")
+        with timed_step(state, config.stages, "agent") as elapsed:
+            write_agent(config, state, out, command)
+        state.record_agent(config.stages, step_record({}, elapsed(), before))
     print(f"agent: {out / 'agent'} (history {out / 'history.jsonl'}, figure {out / 'stages.png'})")
     return 0
 
@@ -148,6 +148,8 @@ def plan_line(config: LoopConfig) -> str:
 
 def run_stage(config: LoopConfig, state: LoopState, out: Path, stage: int) -> None:
     """One stage's steps (fit, export, value, evaluate), each skipped where the state says it finished."""
+    from .iteration_record import timed_step
+
     folder = out / STAGE_FOLDER.format(stage)
     agent = folder / "agent"
     for step, run in (
@@ -157,9 +159,16 @@ def run_stage(config: LoopConfig, state: LoopState, out: Path, stage: int) -> No
         ("evaluate", lambda: evaluate_stage(config, agent, stage)),
     ):
         if state.done(stage, step) is None:
-            started = time.perf_counter()
-            record = run() or {}
-            state.record(stage, step, {**record, "seconds": round(time.perf_counter() - started, 1)})
+            before = state.interrupted(stage, step)
+            with timed_step(state, stage, step) as elapsed:
+                record = run() or {}
+            state.record(stage, step, step_record(record, elapsed(), before))
+
+
+def step_record(record: dict[str, Any], seconds: float, before_a_kill: float) -> dict[str, Any]:
+    """A finished step's record: its seconds across runs, and how many of them came before a kill."""
+    kept = {"seconds_before_a_kill": round(before_a_kill, 1)} if before_a_kill else {}
+    return {**record, "seconds": round(seconds, 1), **kept}
 
 
 def stage_recipe(config: LoopConfig, out: Path, stage: int) -> dict[str, Any]:

@@ -4,13 +4,20 @@ so that a killed loop goes on where it stopped and a loop of other settings is r
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ..atomic import write_text_whole, written_whole
 
 STATE, HISTORY, FIGURE = "loop_state.json", "history.jsonl", "stages.png"
+#: How often a step that runs writes its seconds so far into the state: a kill the process cannot see
+#: (SIGKILL, a machine going away) loses at most this much of the loop's wall clock.
+HEARTBEAT_S = 60.0
 
 
 class LoopState:
@@ -32,16 +39,33 @@ class LoopState:
                 )
             self.data = {**saved, "config": config}  # the stages as now asked: the only setting that may change
 
+        self._lock = threading.Lock()  # the step's heartbeat writes from its own thread
+
+    def interrupted(self, stage: int, step: str) -> float:
+        """Seconds ``step`` of ``stage`` ran in earlier runs that ended before it finished (a kill): they
+        count in its wall clock, with the time its resume takes."""
+        running = self.data.get("running")
+        if isinstance(running, dict) and (running.get("stage"), running.get("step")) == (stage, step):
+            return float(running.get("seconds", 0.0))
+        return 0.0
+
+    def running(self, stage: int, step: str, seconds: float) -> None:
+        """The step in progress and its seconds so far (across runs)."""
+        self.data["running"] = {"stage": stage, "step": step, "seconds": round(seconds, 1)}
+        self.write()
+
     def done(self, stage: int, step: str) -> dict[str, Any] | None:
         """The record of ``step`` of ``stage`` where it finished, else None."""
         return self.data["stages"].get(str(stage), {}).get(step)
 
     def record(self, stage: int, step: str, record: dict[str, Any]) -> None:
         self.data["stages"].setdefault(str(stage), {})[step] = record
+        self.data.pop("running", None)
         self.write()
 
     def write(self) -> None:
-        write_text_whole(self.path, json.dumps(self.data, indent=1))
+        with self._lock:
+            write_text_whole(self.path, json.dumps(self.data, indent=1))
 
     def agent(self, stages: int) -> dict[str, Any] | None:
         """The record of the agent written after stage ``stages``, else None (not yet, or after another)."""
@@ -50,6 +74,7 @@ class LoopState:
 
     def record_agent(self, stages: int, record: dict[str, Any]) -> None:
         self.data["agent"] = {**record, "after_stage": stages}
+        self.data.pop("running", None)
         self.write()
 
     def seconds(self) -> float:
@@ -65,6 +90,36 @@ class LoopState:
                 seconds = sum(r.get("seconds", 0.0) for r in steps.values())
                 rows.append({"stage": int(key), **steps["evaluate"], "stage_seconds": round(seconds, 1)})
         return rows
+
+
+@contextlib.contextmanager
+def timed_step(state: LoopState, stage: int, step: str) -> Iterator[Callable[[], float]]:
+    """Time a step across the runs it takes: yields its seconds so far (the earlier runs' included).
+    While it runs its seconds go into the state every ``HEARTBEAT_S``, and once more when the process
+    sees it end early (Ctrl-C, an error), so a resumed step's record counts the time a kill cost."""
+    earlier = state.interrupted(stage, step)
+    started = time.perf_counter()
+
+    def elapsed() -> float:
+        return earlier + time.perf_counter() - started
+
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(HEARTBEAT_S):
+            state.running(stage, step, elapsed())
+
+    heartbeat = threading.Thread(target=beat, name="loop-heartbeat", daemon=True)
+    heartbeat.start()
+    finished = False
+    try:
+        yield elapsed
+        finished = True
+    finally:
+        stop.set()
+        heartbeat.join()
+        if not finished:
+            state.running(stage, step, elapsed())
 
 
 def write_history(out: Path, rows: list[dict[str, Any]]) -> None:
