@@ -58,6 +58,7 @@ def test_the_paper_study_expands_for_each_profile(profile):
     assert a2c["a2c_gae95"].overrides["model.init_args.gae_lambda"] == 0.95
 
 
+@pytest.mark.slow("every cell of the long profile parsed as fit parses it: about 20 s")
 def test_the_long_profile_trains_past_the_greedy_players_budget_with_four_seeds_packed():
     study = load_study(ROOT / "conf" / "study" / "paper.yaml", "long")
     assert all(c.total_games >= 200_000 for c in study.cells.values())
