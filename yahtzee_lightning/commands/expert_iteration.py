@@ -20,6 +20,7 @@ import copy
 import json
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_loop(config: LoopConfig, state: LoopState, out: Path, stop_after: int | None, command: str) -> int:
     """Every stage not finished yet, then the agent; the progress line of each stage as it ends."""
-    from .iteration_record import stage_line, timed_step, write_history
+    from .iteration_record import stage_line, write_history
 
     print(plan_line(config), file=sys.stderr)
     finished = [row["stage"] for row in state.history()]
@@ -94,10 +95,9 @@ def run_loop(config: LoopConfig, state: LoopState, out: Path, stop_after: int | 
             print(f"stopped after stage {stage} (--stop-after): the same command without it goes on", file=sys.stderr)
             return 0
     if state.agent(config.stages) is None:
-        before = state.interrupted(config.stages, "agent")
-        with timed_step(state, config.stages, "agent") as elapsed:
-            write_agent(config, state, out, command)
-        state.record_agent(config.stages, step_record({}, elapsed(), before))
+        state.record_agent(
+            config.stages, run_timed(state, config.stages, "agent", lambda: write_agent(config, state, out, command))
+        )
     print(f"agent: {out / 'agent'} (history {out / 'history.jsonl'}, figure {out / 'stages.png'})")
     return 0
 
@@ -148,8 +148,6 @@ def plan_line(config: LoopConfig) -> str:
 
 def run_stage(config: LoopConfig, state: LoopState, out: Path, stage: int) -> None:
     """One stage's steps (fit, export, value, evaluate), each skipped where the state says it finished."""
-    from .iteration_record import timed_step
-
     folder = out / STAGE_FOLDER.format(stage)
     agent = folder / "agent"
     for step, run in (
@@ -159,10 +157,17 @@ def run_stage(config: LoopConfig, state: LoopState, out: Path, stage: int) -> No
         ("evaluate", lambda: evaluate_stage(config, agent, stage)),
     ):
         if state.done(stage, step) is None:
-            before = state.interrupted(stage, step)
-            with timed_step(state, stage, step) as elapsed:
-                record = run() or {}
-            state.record(stage, step, step_record(record, elapsed(), before))
+            state.record(stage, step, run_timed(state, stage, step, run))
+
+
+def run_timed(state: LoopState, stage: int, step: str, run: Callable[[], dict[str, Any] | None]) -> dict[str, Any]:
+    """Run a step, timed across the runs it takes (``timed_step``): its record, seconds included."""
+    from .iteration_record import timed_step
+
+    before = state.interrupted(stage, step)
+    with timed_step(state, stage, step) as elapsed:
+        record = run() or {}
+    return step_record(record, elapsed(), before)
 
 
 def step_record(record: dict[str, Any], seconds: float, before_a_kill: float) -> dict[str, Any]:
