@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 #: The key under which a digest is stored: in safetensors metadata, config.json, a checkpoint, a JSON record.
 DIGEST_KEY = "sha256"
@@ -29,6 +30,9 @@ class DigestError(ValueError):
 
 
 def _update(h: Any, name: str, value: Any) -> None:
+    import torch  # here, not at the top: the verbs that only read JSON records (pull, a study's
+    # report) need no torch, whose import is most of their start-up
+
     if isinstance(value, torch.Tensor):
         t = value.detach().cpu().contiguous()
         h.update(f"{name}|{str(t.dtype)}|{list(t.shape)}|".encode())
@@ -43,6 +47,8 @@ def _update(h: Any, name: str, value: Any) -> None:
 
 def _update_state(h: Any, name: str, value: Any) -> None:
     """As ``_update``, plain values too (an optimiser's step count and learning rate, a loop's counters)."""
+    import torch
+
     if isinstance(value, torch.Tensor | Mapping | list | tuple):
         if isinstance(value, Mapping):
             for k in sorted(value, key=str):
@@ -79,4 +85,6 @@ def record_sha256(record: Mapping[str, Any]) -> str:
 
 def nonfinite(tensors: Mapping[str, torch.Tensor]) -> list[str]:
     """The names of the floating tensors that hold a NaN or an infinity."""
+    import torch
+
     return [k for k, v in tensors.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]

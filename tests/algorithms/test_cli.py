@@ -451,3 +451,36 @@ def test_two_nodes_that_disagree_on_a_setting_both_stop_with_one_line_naming_it(
             "yahtzee-lightning fit: error: the ranks disagree on lr: rank 0 has 0.001, rank 1 has 0.002; "
             "launch every node with the same config and overrides (usage: yahtzee-lightning fit --help)"
         ], log[-3000:]
+
+
+def test_the_parser_is_built_once_a_process_and_a_run_leaves_nothing_of_its_settings_in_it(monkeypatch, capsys):
+    """The CLI's parser (a fifth of a small fit's CPU to build) is reused by the next run in the same
+    process, a study's checks included; what one run set is not the next one's default."""
+    from lightning.pytorch.cli import LightningCLI
+
+    from yahtzee_lightning.loop import lightning_cli
+    from yahtzee_lightning.study.fit_config import parse_fit_config
+
+    built = []
+    build = LightningCLI.setup_parser
+
+    def counted(self, *args, **kwargs):
+        built.append(type(self).__name__)
+        return build(self, *args, **kwargs)
+
+    monkeypatch.setattr(LightningCLI, "setup_parser", counted)
+    monkeypatch.setattr(lightning_cli, "_PARSERS", {})
+    recipe = str(ROOT / "conf" / "quickstart.yaml")
+    printed = []
+    for extra in (["--model.init_args.lr=0.123"], [], ["--model.init_args.d_h=48"]):
+        with pytest.raises(SystemExit) as stop:
+            main(["fit", "--config", recipe, *extra, "--print_config"])
+        assert stop.value.code in (0, None)
+        printed.append(yaml.safe_load(capsys.readouterr().out)["model"]["init_args"])
+    assert [p["lr"] for p in printed] == [0.123, 0.003, 0.003]
+    assert [p["d_h"] for p in printed[:2]] == [printed[0]["d_h"]] * 2 and printed[2]["d_h"] == 48
+    config = yaml.safe_load(Path(recipe).read_text())
+    first = parse_fit_config({**config, "seed_everything": 5})
+    second = parse_fit_config(config)
+    assert first.seed_everything == 5 and second.seed_everything == config.get("seed_everything")
+    assert len(built) == 2  # fit's parser (with its subcommands) once, a study's checking parser once

@@ -44,7 +44,15 @@ def _train(cls, updates: int, **kwargs) -> tuple[L.LightningModule, dict[int, li
     return model, losses
 
 
-@pytest.mark.parametrize("cls", ALGORITHMS, ids=lambda c: c.__name__)
+# In the README's tests: one of each family (A2C for the policy gradients, PPO, Distill); Reinforce
+# (A2C's update without the critic) and AnchoredPPO (PPO's plus a term) after it, with the slow ones.
+SINGLE_RUN = [
+    c if c in (A2C, PPO, Distill) else pytest.param(c, marks=pytest.mark.slow("one more algorithm's two fits: ~5 s"))
+    for c in ALGORITHMS
+]
+
+
+@pytest.mark.parametrize("cls", SINGLE_RUN, ids=lambda c: c.__name__)
 def test_a_one_member_ensemble_is_the_single_run(cls):
     single, single_losses = _train(cls, 20)
     one, one_losses = _train(cls, 20, ensemble=1)

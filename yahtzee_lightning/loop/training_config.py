@@ -10,10 +10,12 @@ checkpoint, which the checkpoint's sha256s cover. ``export`` writes it next to t
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import lightning as L
+from lightning.fabric.utilities.cloud_io import get_filesystem
 from lightning.pytorch.cli import SaveConfigCallback
 
 #: The callbacks' state key under which the YAML is stored.
@@ -30,8 +32,18 @@ class TrainingConfig(SaveConfigCallback):
         return STATE_KEY
 
     def save_config(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
-        """(Rank 0, which writes the checkpoints.) The config as LightningCLI saves it: every key."""
-        self.yaml = self.parser.dump(self.config, skip_none=False)
+        """(Rank 0, which writes the checkpoints.) The config as LightningCLI saves it: every key. Where
+        Lightning has just written it as ``config.yaml`` (the same dump), read back, not dumped again:
+        a dump checks every value, a sixth of a small fit's CPU."""
+        written = (
+            os.path.join(trainer.log_dir, self.config_filename) if self.save_to_log_dir and trainer.log_dir else None
+        )
+        fs = get_filesystem(written) if written else None
+        if fs is not None and fs.isfile(written):
+            with fs.open(written, "r") as f:
+                self.yaml = f.read()
+        else:
+            self.yaml = self.parser.dump(self.config, skip_none=False)
 
     def state_dict(self) -> dict[str, Any]:
         return {"file": config_file_name(self.config), "yaml": self.yaml} if self.yaml else {}

@@ -9,6 +9,7 @@ the trials compose their run's config with the same ``compose``.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 from typing import Any
@@ -51,10 +52,36 @@ def cell_id(base_text: str, overrides: dict[str, Any]) -> str:
 
 def parse_fit_config(config: dict[str, Any]) -> Any:
     """Parse a ``fit`` config dict with the project's LightningCLI, instantiating nothing; a bad key or
-    value raises ``ConfigError``, worded in one line as ``fit`` words it."""
-    import lightning as L
+    value raises ``ConfigError``, worded in one line as ``fit`` words it. A config parsed before in
+    this process is not parsed again: a study names the same config many times (an axis value
+    alone, then in its cells; a base in several ablations), and each parse is Lightning's whole
+    command-line parser's."""
+    known = json.dumps(config, sort_keys=True, default=str)
+    if known not in _PARSED:
+        import lightning as L
 
-    from ..loop.lightning_cli import _CLI, TRAINER_DEFAULTS
+        from ..loop.lightning_cli import TRAINER_DEFAULTS
+
+        cli = _checking_cli()(
+            L.LightningModule,
+            subclass_mode_model=True,
+            trainer_defaults=TRAINER_DEFAULTS,
+            run=False,
+            args=config,
+            parser_kwargs={"exit_on_error": False},
+        )
+        _PARSED[known] = cli.config
+    return _PARSED[known].clone()
+
+
+#: The configs parsed in this process (``parse_fit_config``), by their JSON.
+_PARSED: dict[str, Any] = {}
+
+
+@functools.cache
+def _checking_cli() -> type:
+    """The project's LightningCLI, parsing only: one class, so that its parser is built once a process."""
+    from ..loop.lightning_cli import _CLI
 
     class _Check(_CLI):
         def before_instantiate_classes(self) -> None:
@@ -66,15 +93,7 @@ def parse_fit_config(config: dict[str, Any]) -> Any:
         def _set_seed(self) -> None:
             pass
 
-    cli = _Check(
-        L.LightningModule,
-        subclass_mode_model=True,
-        trainer_defaults=TRAINER_DEFAULTS,
-        run=False,
-        args=config,
-        parser_kwargs={"exit_on_error": False},
-    )
-    return cli.config
+    return _Check
 
 
 def model_class(class_path: str) -> type | None:

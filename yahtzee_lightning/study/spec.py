@@ -19,7 +19,6 @@ a hash of its composed config, so a resumed study finds the cells it ran.
 from __future__ import annotations
 
 import itertools
-import json
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +54,6 @@ class _Reader:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        # Parsed configs by their composed text: a study names the same config many times (an axis
-        # value alone, then as a cell; a base in several ablations), and each parse costs Lightning's
-        # whole command-line parser.
-        self._parsed: dict[str, Any] = {}
 
     def fail(self, key: str, problem: str) -> None:
         raise StudyError(f"{self.path}: {key}: {problem}" if key else f"{self.path}: {problem}")
@@ -99,12 +94,8 @@ class _Reader:
             config = compose(text, overrides)
         except UntrustedError as e:
             self.fail(key, f"{base} does not parse: {_first_line(str(e))}")
-        known = json.dumps(config, sort_keys=True, default=str)
-        if known in self._parsed:
-            return self._parsed[known]
         try:
-            self._parsed[known] = parse_fit_config(config)
-            return self._parsed[known]
+            return parse_fit_config(config)
         except Exception as e:  # ConfigError, worded as fit words it (and what a class path's import raises)
             from ..loop.config_errors import parse_error
 
