@@ -35,6 +35,7 @@ def _build(tmp_path: Path, config: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow("MkDocs builds the whole site in a process of its own: about 9 s")
 def test_site_builds_strictly_with_the_verbs_and_the_reference(tmp_path):
     done = _build(tmp_path, ROOT / "mkdocs.yml")
     assert done.returncode == 0, done.stderr[-3000:]

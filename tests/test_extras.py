@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10: pip's own copy of the same parser
@@ -77,6 +79,7 @@ print("report", main(["evaluate", "--agent", "greedy", "--games", "20", "--repor
 """
 
 
+@pytest.mark.slow("a fresh process with the extras blocked runs five verbs, a fit among them: about 10 s")
 def test_base_verbs_run_without_the_extras_and_one_that_needs_one_says_which(tmp_path):
     blocked = sorted({m for modules in EXTRAS.values() for m in modules})
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}

@@ -201,3 +201,30 @@ def test_a_killed_step_keeps_its_seconds_and_its_resume_adds_to_them(tmp_path, m
     record = LoopState(tmp_path, "digest", {}).done(1, "value")
     assert record["seconds"] >= 0.15 and record["seconds_before_a_kill"] == round(before, 1)
     assert "running" not in json.loads((tmp_path / "loop_state.json").read_text())  # finished: nothing in flight
+
+
+def test_a_value_update_that_would_repeat_one_that_kept_its_start_is_skipped(tmp_path, monkeypatch):
+    """On stage 0's games with the value's own seed, TD rounds from the same value give the same rounds:
+    an update that kept the value it started from (its best round the warm start) would keep it again
+    from there. The real run measured it: stage 2's rounds repeated stage 1's to the digit."""
+    config = read_loop_config(str(loop_config(tmp_path, stages=4, value_updates__after=[1, 2, 3])))
+    state = LoopState(tmp_path, "digest", {})
+    for stage, sha in ((0, "A"), (1, "A")):  # stage 1's update kept stage 0's value, A
+        state.record(stage, "value", {"updated": True})
+        state.record(stage, "evaluate", {"value_sha256": sha})
+    assert expert_iteration.repeated_update(config, state, 2, "A") == 1
+    assert expert_iteration.repeated_update(config, state, 2, "B") is None  # another start: rounds of their own
+    state.record(1, "evaluate", {"value_sha256": "B"})  # had stage 1's update learned something, B
+    assert expert_iteration.repeated_update(config, state, 2, "B") is None
+    state.record(1, "evaluate", {"value_sha256": "A"})
+    own_games = dataclasses.replace(config, value_updates={**config.value_updates, "games_from": "stage"})
+    assert expert_iteration.repeated_update(own_games, state, 2, "A") is None  # each stage's games differ
+
+    agent = tmp_path / "loop" / "stage_2" / "agent"
+    agent.mkdir(parents=True)
+    (agent / "config.json").write_text(json.dumps({"turn_value": {"turn_value_sha256": "A"}}))
+    from yahtzee_lightning.commands import turn_value
+
+    monkeypatch.setattr(turn_value, "main", lambda argv: pytest.fail("the TD rounds ran again"))
+    record = expert_iteration.learn_value(config, tmp_path / "loop", 2, state)
+    assert record["updated"] is False and "stage 1's" in record["skipped"]

@@ -49,6 +49,7 @@ def _click_and_wait(b, element):
     return _lines(b)[: len(_lines(b)) - n]  # the newest first
 
 
+@pytest.mark.slow("a headless browser plays a game through the served page: about 10 s")
 def test_a_whole_game_through_the_page(server, browser):
     b = browser
     b.get(server.url + "?seed=2")

@@ -244,6 +244,7 @@ print(cache.load_or_solve(Rules(boxes=(0, 5, 12)), progress=False).optimum)
 """
 
 
+@pytest.mark.slow("three fresh processes solve (one) and load a table: about 9 s")
 def test_processes_that_start_at_once_solve_a_table_once(tmp_path):
     """A study's trials (and test workers) start together on an empty cache: one solves, the others
     wait for its file and load it, rather than all solving and writing the same file at once."""
