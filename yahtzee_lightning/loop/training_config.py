@@ -26,18 +26,25 @@ class TrainingConfig(SaveConfigCallback):
     """Lightning's config callback, whose state (in every checkpoint) is the config's YAML and name."""
 
     yaml: str | None = None
+    _written: str | None = None  # the config.yaml Lightning wrote in ``setup``, where it wrote one
 
     @property
     def state_key(self) -> str:
         return STATE_KEY
 
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        # Where Lightning writes config.yaml, asked on every rank as Lightning asks it (``log_dir`` is a
+        # collective under DDP: rank 0 alone, in ``save_config``, would wait for the others forever).
+        self._written = None
+        if self.save_to_log_dir and not self.already_saved and (log_dir := trainer.log_dir):
+            self._written = os.path.join(log_dir, self.config_filename)
+        super().setup(trainer, pl_module, stage)
+
     def save_config(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         """(Rank 0, which writes the checkpoints.) The config as LightningCLI saves it: every key. Where
         Lightning has just written it as ``config.yaml`` (the same dump), read back, not dumped again:
         a dump checks every value, a sixth of a small fit's CPU."""
-        written = (
-            os.path.join(trainer.log_dir, self.config_filename) if self.save_to_log_dir and trainer.log_dir else None
-        )
+        written = self._written
         fs = get_filesystem(written) if written else None
         if fs is not None and fs.isfile(written):
             with fs.open(written, "r") as f:
