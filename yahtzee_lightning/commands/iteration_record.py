@@ -143,7 +143,7 @@ def draw_stages(rows: list[dict[str, Any]], path: Path) -> None:
         errors = [1.96 * r[key]["se"] for r in rows]
         top.errorbar(stages, means, yerr=errors, marker="o", capsize=3, label=label)
     games = rows[0]["eval_games"] if rows else 0
-    top.set_ylabel(f"mean score ({games:,} held-back games)")
+    top.set_ylabel(f"mean score ({games:,} held-back games)\nbars: 95 % interval (1.96 SE)")
     top.legend(loc="best")
     top.grid(alpha=0.3)
     errors = [(r["stage"], r["value_error"]) for r in rows if r.get("value_error") is not None]
