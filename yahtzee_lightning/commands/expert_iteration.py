@@ -290,7 +290,7 @@ def repeated_update(config: LoopConfig, state: LoopState, stage: int, start: str
     """The earlier stage whose value update started from the value ``stage`` would start from and
     ended with it unchanged (its best round the warm start's), else None. On stage 0's games, with the
     value's own seed, the TD rounds are a function of the value they start from: the same rounds again
-    would take the stage's minutes to keep it again (a run measured it: 8 rounds, 13 minutes)."""
+    would take the stage's minutes to keep it again (a run measured it: 8 rounds, 21 minutes)."""
     if start is None or config.value_updates.get("games_from", "self_play") != "self_play":
         return None  # on the stage's own games every update's games differ
     for earlier in range(1, stage):

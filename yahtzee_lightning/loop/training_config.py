@@ -45,8 +45,7 @@ class TrainingConfig(SaveConfigCallback):
         Lightning has just written it as ``config.yaml`` (the same dump), read back, not dumped again:
         a dump checks every value, a sixth of a small fit's CPU."""
         written = self._written
-        fs = get_filesystem(written) if written else None
-        if fs is not None and fs.isfile(written):
+        if written and (fs := get_filesystem(written)).isfile(written):
             with fs.open(written, "r") as f:
                 self.yaml = f.read()
         else:
