@@ -200,6 +200,28 @@ def test_collection_and_the_update_tell_the_network_the_rows_rolls(monkeypatch):
     assert WHOLE_TURNS in seen
 
 
+def test_a_minibatch_of_random_steps_runs_each_head_on_its_own_rows_only(monkeypatch):
+    """PPO's minibatches of random steps (the published code's): the rows' own rolls reach the
+    network, so the keep head sees no row at the last roll and the box head none before it."""
+    from yahtzee_lightning.nn import PolicyValueNet
+
+    seen = []
+    real = PolicyValueNet.heads
+
+    def heads(self, h, box_mask, rolls=None):
+        seen.append(rolls)
+        return real(self, h, box_mask, rolls)
+
+    model = bare_model(minibatch="steps", normalize_over="batch", games_per_minibatch=2)
+    batch = model.collect()
+    monkeypatch.setattr(PolicyValueNet, "heads", heads)
+    model.learn(batch)
+    given = [r for r in seen if isinstance(r, torch.Tensor)]  # the rest: the batch's last next values
+    assert len(given) == model.hparams.epochs * 3  # 6 games a batch, 2 a minibatch
+    rolls = batch["roll"].reshape(-1).tolist()
+    assert sorted(torch.cat(given).tolist()) == sorted(rolls * model.hparams.epochs)
+
+
 def test_other_seatings_run_every_head_on_every_row():
     assert bare_model(n_players=2, features="two_player").batch_rolls is None
 

@@ -50,6 +50,22 @@ def test_whole_turns_give_the_full_forward_on_the_heads_that_act(roll_head, drop
         assert_active_parts_equal(one, tuple(x[rows] for x in full), sub["roll"], sub["box_mask"])
 
 
+@pytest.mark.parametrize("roll_head", ["categorical", "bernoulli"])
+def test_rows_in_any_order_given_their_rolls_give_the_full_forward_on_the_heads_that_act(roll_head):
+    """PPO's minibatches of random steps: each row's roll as a tensor, each head on its own rows."""
+    torch.manual_seed(4)
+    net = PolicyValueNet(d_h=16, n_layers=2, head_hidden=8, roll_head=roll_head, dropout=0.2)
+    obs = whole_turns()[torch.randperm(36)]
+    mask = net.draw_dropout_mask(obs.shape[0])
+    full = net(obs, None, mask)
+    part = net(obs, None, mask, obs["roll"])
+    assert_active_parts_equal(part, full, obs["roll"], obs["box_mask"])
+    for rows in (obs["roll"] < 2, obs["roll"] == 2):  # a minibatch of one head's rows only
+        sub = obs[rows]
+        one = net(sub, None, mask[rows], sub["roll"])
+        assert_active_parts_equal(one, tuple(x[rows] for x in full), sub["roll"], sub["box_mask"])
+
+
 def test_a_stacked_pack_leaves_out_the_same_heads():
     torch.manual_seed(2)
     members = [PolicyValueNet(d_h=16, n_layers=1, head_hidden=8, dropout=0.0) for _ in range(2)]
@@ -68,7 +84,7 @@ def test_the_gradient_of_a_loss_is_the_one_of_every_head_on_every_row():
     mask = net.draw_dropout_mask(obs.shape[0])
     rolling = obs["roll"] < 2
     grads = []
-    for rolls in (None, WHOLE_TURNS):
+    for rolls in (None, WHOLE_TURNS, obs["roll"]):
         net.zero_grad()
         roll_logits, box_logits, value = net(obs, None, mask, rolls)
         keep_lp = roll_logits.log_softmax(-1).gather(-1, obs["action", "keep"].unsqueeze(-1)).squeeze(-1)
@@ -76,8 +92,9 @@ def test_the_gradient_of_a_loss_is_the_one_of_every_head_on_every_row():
         box_lp = safe.log_softmax(-1).gather(-1, obs["action", "box"].unsqueeze(-1)).squeeze(-1)
         (torch.where(rolling, keep_lp, box_lp).sum() + value.pow(2).sum()).backward()
         grads.append([p.grad.clone() for p in net.parameters()])
-    for a, b in zip(*grads, strict=True):
-        torch.testing.assert_close(a, b)
+    for every_head, *given_rolls in zip(*grads, strict=True):
+        for grad in given_rolls:
+            torch.testing.assert_close(grad, every_head)
 
 
 def test_bad_rolls_are_refused_by_name():
@@ -87,5 +104,11 @@ def test_bad_rolls_are_refused_by_name():
         net(obs[:4], None, None, WHOLE_TURNS)
     with pytest.raises(ValueError, match="rolls must be"):
         net(obs, None, None, "sometimes")
+    with pytest.raises(ValueError, match="one roll a row"):
+        net(obs, None, None, obs["roll"][:5])
+    members = [PolicyValueNet(d_h=16, n_layers=1, head_hidden=8, dropout=0.0) for _ in range(2)]
+    stacked = StackedNet(members[0], 2).load_(members)
+    with pytest.raises(ValueError, match="not a tensor of rows' rolls"):
+        stacked(obs, None, None, obs["roll"])
     with pytest.raises(ValueError, match="roll must be 0..2"):
         PolicyModule(net)(YahtzeeEnv(2, seed=0).reset(), roll=3)

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
+from ..env import keys as K
 from ..nn import LOG_PROB, TurnDistribution, as_played
 from .base import OnPolicyAlgorithm
 from .policy_gradient import SATURATION
@@ -129,8 +130,9 @@ class PPO(OnPolicyAlgorithm):
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
         """The loss terms of one minibatch (with ``advantage`` and ``returns``), its ratios and values."""
         h = self.hparams
-        # The network that acted: its masks replayed (rows in whole turns unless drawn step by step).
-        rolls = self.batch_rolls if h.get("minibatch", "games") == "games" else None
+        # The network that acted: its masks replayed; each row runs the head that acts at its roll
+        # (whole turns, or the rows' own rolls in a minibatch of random steps).
+        rolls = self.batch_rolls if h.get("minibatch", "games") == "games" else mb[K.ROLL]
         dist, value, *predicted = as_played(self.net, mb, rolls, upper=self.has_upper_head)
         log_prob, value, ent_keep, ent_box = self.evaluate_actions(mb, (dist, value))
         adv = mb["advantage"] if h.get("normalize_over", "minibatch") == "batch" else self.normalize(mb["advantage"])

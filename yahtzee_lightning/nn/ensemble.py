@@ -214,5 +214,9 @@ class StackedNet(nn.Module):
         ``rolls`` as there (whole turns: each member's ``N`` rows in whole turns)."""
         if not self._loaded:
             raise RuntimeError("StackedNet.load_(members) before its first forward")
+        if isinstance(rolls, torch.Tensor):  # the heads' rows would cross the members' blocks
+            raise ValueError(
+                "a stacked pack takes rolls as None, a roll index or whole turns, not a tensor of rows' rolls"
+            )
         self._follow_live()
         return self.net(obs, features, dropout_mask, rolls)

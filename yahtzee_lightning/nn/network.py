@@ -215,7 +215,7 @@ class PolicyValueNet(nn.Module):
         obs: TensorDictBase,
         features: torch.Tensor | None = None,
         dropout_mask: torch.Tensor | None = None,
-        rolls: int | str | None = None,
+        rolls: int | str | torch.Tensor | None = None,
         upper: bool = False,
     ) -> tuple[torch.Tensor, ...]:
         """``(roll_logits (N, 32 or 5), box_logits (N, 13) with illegal boxes at -inf, value (N,))``.
@@ -241,7 +241,7 @@ class PolicyValueNet(nn.Module):
         return (*out, self.upper_head(h).squeeze(-1)) if upper else out
 
     def heads(
-        self, h: torch.Tensor, box_mask: torch.Tensor, rolls: int | str | None = None
+        self, h: torch.Tensor, box_mask: torch.Tensor, rolls: int | str | torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The three heads on the trunk's output ``h`` (N, d_h).
 
@@ -249,12 +249,24 @@ class PolicyValueNet(nn.Module):
         other head's logits never reach an action, a log-probability or a gradient, so where the
         caller knows the rows' rolls they are not computed (zeros in their place; a quarter of a
         128 x 2 network's arithmetic a row). ``rolls``: None (unknown: every head on every row),
-        an int (every row at that roll: a collection step, whose games move in step) or
-        ``WHOLE_TURNS`` (rows in whole turns, rolls 0, 1, 2, 0, ...: a batch of whole games).
+        an int (every row at that roll: a collection step, whose games move in step),
+        ``WHOLE_TURNS`` (rows in whole turns, rolls 0, 1, 2, 0, ...: a batch of whole games) or
+        an integer tensor ``(N,)`` of each row's roll (rows in any order: PPO's minibatches of
+        random steps), each head run on its own rows.
         """
         value = self.value_activation(self.value_head(h).squeeze(-1))
         if rolls is None:
             roll_logits, box_logits = self.roll_head(h), self.score_head(h)
+        elif isinstance(rolls, torch.Tensor):
+            if rolls.shape != h.shape[:1]:
+                raise ValueError(
+                    f"rolls as a tensor gives one roll a row: shape ({h.shape[0]},), got {tuple(rolls.shape)}"
+                )
+            rolling = rolls < N_ROLLS - 1
+            keeps, boxes = rolling.nonzero().squeeze(-1), (~rolling).nonzero().squeeze(-1)
+            n_keep = N_KEEPS if self.config["roll_head"] == "categorical" else N_DICE
+            roll_logits = h.new_zeros(h.shape[0], n_keep).index_copy(0, keeps, self.roll_head(h[keeps]))
+            box_logits = h.new_zeros(h.shape[0], N_BOXES).index_copy(0, boxes, self.score_head(h[boxes]))
         elif rolls == WHOLE_TURNS:
             if h.shape[0] % N_ROLLS:
                 raise ValueError(f"rows in whole turns come in multiples of {N_ROLLS}; got {h.shape[0]} rows")
@@ -270,7 +282,10 @@ class PolicyValueNet(nn.Module):
                 n_keep = N_KEEPS if self.config["roll_head"] == "categorical" else N_DICE
                 roll_logits, box_logits = h.new_zeros(h.shape[0], n_keep), self.score_head(h)
         else:
-            raise ValueError(f"rolls must be None, a roll index 0..{N_ROLLS - 1} or {WHOLE_TURNS!r}; got {rolls!r}")
+            raise ValueError(
+                f"rolls must be None, a roll index 0..{N_ROLLS - 1}, {WHOLE_TURNS!r} or a tensor of the rows' rolls; "
+                f"got {rolls!r}"
+            )
         return roll_logits, box_logits.masked_fill(~box_mask, float("-inf")), value
 
 

@@ -63,7 +63,7 @@ def distribution(
     obs: TensorDictBase,
     features: torch.Tensor | None = None,
     dropout_mask: torch.Tensor | None = None,
-    rolls: int | str | None = None,
+    rolls: int | str | torch.Tensor | None = None,
 ) -> tuple[TurnDistribution, torch.Tensor]:
     """The policy and value of ``obs``; ``features``: its fixed features when the caller has them
     (a rollout's, see ``carried``); ``dropout_mask``: the masks to act under (see
@@ -78,7 +78,7 @@ def outputs(
     obs: TensorDictBase | dict[str, torch.Tensor],
     features: torch.Tensor | None = None,
     dropout_mask: torch.Tensor | None = None,
-    rolls: int | str | None = None,
+    rolls: int | str | torch.Tensor | None = None,
     upper: bool = False,
 ) -> tuple[torch.Tensor, ...]:
     """The network's ``(roll_logits, box_logits, value)``, given only the arguments it was given
@@ -95,7 +95,7 @@ def outputs(
 
 
 def as_played(
-    net: PolicyValueNet, obs: TensorDictBase, rolls: int | str | None = None, upper: bool = False
+    net: PolicyValueNet, obs: TensorDictBase, rolls: int | str | torch.Tensor | None = None, upper: bool = False
 ) -> tuple[Any, ...]:
     """The policy and value of a rollout's steps under the network that chose their actions: its
     carried features and the dropout masks it acted with (none recorded: the network's mode). What
