@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from yahtzee_lightning.env import YahtzeeEnv
-from yahtzee_lightning.nn import WHOLE_TURNS, PolicyModule, PolicyValueNet
+from yahtzee_lightning.nn import WHOLE_TURNS, PolicyModule, PolicyValueNet, network
 from yahtzee_lightning.nn.ensemble import StackedNet
 
 
@@ -50,9 +50,13 @@ def test_whole_turns_give_the_full_forward_on_the_heads_that_act(roll_head, drop
         assert_active_parts_equal(one, tuple(x[rows] for x in full), sub["roll"], sub["box_mask"])
 
 
+@pytest.mark.parametrize("split", [True, False], ids=["split", "unsplit"])
 @pytest.mark.parametrize("roll_head", ["categorical", "bernoulli"])
-def test_rows_in_any_order_given_their_rolls_give_the_full_forward_on_the_heads_that_act(roll_head):
-    """PPO's minibatches of random steps: each row's roll as a tensor, each head on its own rows."""
+def test_rows_in_any_order_given_their_rolls_give_the_full_forward_on_the_heads_that_act(roll_head, split, monkeypatch):
+    """PPO's minibatches of random steps: each row's roll as a tensor, each head on its own rows
+    (split: the CPU's way) or on every row with the other zeroed (a GPU's way, run here on the CPU)."""
+    if not split:
+        monkeypatch.setattr(network, "SPLIT_ROWS_DEVICES", frozenset())
     torch.manual_seed(4)
     net = PolicyValueNet(d_h=16, n_layers=2, head_hidden=8, roll_head=roll_head, dropout=0.2)
     obs = whole_turns()[torch.randperm(36)]
@@ -76,8 +80,11 @@ def test_a_stacked_pack_leaves_out_the_same_heads():
     assert_active_parts_equal(part, full, obs["roll"], obs["box_mask"])
 
 
-def test_the_gradient_of_a_loss_is_the_one_of_every_head_on_every_row():
+@pytest.mark.parametrize("split", [True, False], ids=["split", "unsplit"])
+def test_the_gradient_of_a_loss_is_the_one_of_every_head_on_every_row(split, monkeypatch):
     """What the update differentiates is unchanged: the inactive head had no gradient anyway."""
+    if not split:
+        monkeypatch.setattr(network, "SPLIT_ROWS_DEVICES", frozenset())
     torch.manual_seed(3)
     net = PolicyValueNet(d_h=16, n_layers=2, head_hidden=8, dropout=0.1)
     obs = whole_turns()

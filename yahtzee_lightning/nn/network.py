@@ -263,10 +263,14 @@ class PolicyValueNet(nn.Module):
                     f"rolls as a tensor gives one roll a row: shape ({h.shape[0]},), got {tuple(rolls.shape)}"
                 )
             rolling = rolls < N_ROLLS - 1
-            keeps, boxes = rolling.nonzero().squeeze(-1), (~rolling).nonzero().squeeze(-1)
-            n_keep = N_KEEPS if self.config["roll_head"] == "categorical" else N_DICE
-            roll_logits = h.new_zeros(h.shape[0], n_keep).index_copy(0, keeps, self.roll_head(h[keeps]))
-            box_logits = h.new_zeros(h.shape[0], N_BOXES).index_copy(0, boxes, self.score_head(h[boxes]))
+            if h.device.type in SPLIT_ROWS_DEVICES:
+                keeps, boxes = rolling.nonzero().squeeze(-1), (~rolling).nonzero().squeeze(-1)
+                n_keep = N_KEEPS if self.config["roll_head"] == "categorical" else N_DICE
+                roll_logits = h.new_zeros(h.shape[0], n_keep).index_copy(0, keeps, self.roll_head(h[keeps]))
+                box_logits = h.new_zeros(h.shape[0], N_BOXES).index_copy(0, boxes, self.score_head(h[boxes]))
+            else:  # no split (its row counts would wait for the device): every head, the other zeroed
+                roll_logits = torch.where(rolling.unsqueeze(-1), self.roll_head(h), 0.0)
+                box_logits = torch.where(rolling.unsqueeze(-1), 0.0, self.score_head(h))
         elif rolls == WHOLE_TURNS:
             if h.shape[0] % N_ROLLS:
                 raise ValueError(f"rows in whole turns come in multiples of {N_ROLLS}; got {h.shape[0]} rows")
@@ -291,6 +295,10 @@ class PolicyValueNet(nn.Module):
 
 #: ``rolls`` of ``PolicyValueNet.heads`` for rows in whole turns (rolls 0, 1, 2, 0, 1, 2, ...).
 WHOLE_TURNS = "whole_turns"
+#: Devices on which rows given their rolls as a tensor are split by head, each head run on its own
+#: rows (arithmetic saved where it is the cost); elsewhere every head runs on every row and the other
+#: head's logits are zeroed, with no host sync for the split's sizes (a GPU is bound by its host).
+SPLIT_ROWS_DEVICES = frozenset({"cpu"})
 
 
 def transfer_weights(source: PolicyValueNet, target: PolicyValueNet, reset_value_head: bool = False) -> None:
