@@ -1,5 +1,7 @@
-"""Whether two trees learn the same weights: a few updates of the paper's A2C and PPO recipes (narrow
-networks, one thread, seed 0), printed as the sums of the weights. Run it in each tree and compare:
+"""Whether two trees learn the same weights: a few updates of the paper's A2C and PPO recipes and of
+the published code's (conf/paper/: A2C, REINFORCE, PPO on minibatches of random steps, single-turn;
+narrow networks, one thread, seed 0), printed as the sums of the weights. Run it in each tree and
+compare:
 
     python benchmarks/same_learning.py                              # this tree
     (cd OLD && PYTHONPATH=OLD python /path/to/benchmarks/same_learning.py)   # another checkout
@@ -17,10 +19,21 @@ from yahtzee_lightning.loop.op_count import recipe_args
 from yahtzee_lightning.loop.trainer import quiet_trainer
 
 
+RECIPES = (
+    "conf/a2c.yaml",
+    "conf/ppo.yaml",
+    "conf/paper/a2c_250k.yaml",
+    "conf/paper/reinforce_250k.yaml",
+    "conf/paper/ppo_250k.yaml",
+    "conf/paper/single_turn.yaml",
+)
+
+
 def main() -> None:
     torch.set_num_threads(1)
-    for conf in ("conf/a2c.yaml", "conf/ppo.yaml"):
-        small = {"d_h": 32, "head_hidden": 32, "total_games": 80, "evaluations": 1, "eval_games": 50}
+    for conf in RECIPES:
+        games = 676 if "single_turn" in conf else 80  # a single-turn batch is 338 turns
+        small = {"d_h": 32, "head_hidden": 32, "total_games": games, "evaluations": 1, "eval_games": 50}
         cls, args = recipe_args(conf, **small, final_eval_games=0, init_from=None)
         L.seed_everything(0)
         model = cls(**args)
