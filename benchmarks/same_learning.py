@@ -18,7 +18,6 @@ import torch
 from yahtzee_lightning.loop.op_count import recipe_args
 from yahtzee_lightning.loop.trainer import quiet_trainer
 
-
 RECIPES = (
     "conf/a2c.yaml",
     "conf/ppo.yaml",
