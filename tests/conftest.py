@@ -1,12 +1,20 @@
 """Suite-wide fixtures: solved tables go to one temporary cache shared by the whole session."""
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
 
-_CACHE = tempfile.mkdtemp(prefix="yahtzee_lightning_cache_")
-os.environ.setdefault("YAHTZEE_LIGHTNING_CACHE", _CACHE)
+# One cache for the session, made by the first process (the xdist controller: its workers and the
+# processes tests start inherit it) and removed when that process exits: a run leaves no solved
+# table (about 70 MB) behind. Stable-Baselines3's loggers write under it too, not in /tmp.
+if "YAHTZEE_LIGHTNING_CACHE" not in os.environ:
+    _CACHE = tempfile.mkdtemp(prefix="yahtzee_lightning_cache_")
+    os.environ["YAHTZEE_LIGHTNING_CACHE"] = _CACHE
+    os.environ.setdefault("SB3_LOGDIR", os.path.join(_CACHE, "sb3"))
+    atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 # One torch thread a test process (and the processes it starts): the tests' networks are too small
 # to gain from a second, and a test's threads wait on cores that Ray's trials and the subprocesses
 # of other steps hold.
