@@ -53,9 +53,9 @@ def draw_box_differences(boxes: dict[str, list[tuple[str, Band, float]]], path: 
     for ax, (row, per_box) in zip(axes, boxes.items(), strict=True):
         names = [name for name, _, _ in per_box]
         diffs = [b.mean - paper for _, b, paper in per_box]
-        errors = (
-            [b.mean - b.low if b.n > 1 else 0.0 for _, b, _ in per_box],
-            [b.high - b.mean if b.n > 1 else 0.0 for _, b, _ in per_box],
+        errors = (  # no bar, not even its caps, where one seed gives no interval
+            [b.mean - b.low if b.n > 1 else float("nan") for _, b, _ in per_box],
+            [b.high - b.mean if b.n > 1 else float("nan") for _, b, _ in per_box],
         )
         colors = ["tab:blue" if d >= 0 else "tab:red" for d in diffs]
         ax.barh(range(len(names)), diffs, xerr=errors, color=colors, capsize=2)
