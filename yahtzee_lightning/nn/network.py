@@ -155,7 +155,8 @@ class PolicyValueNet(nn.Module):
         def head(n_out: int) -> nn.Sequential:
             return nn.Sequential(nn.Linear(size, head_hidden), act(), nn.Linear(head_hidden, n_out))
 
-        self.roll_head = head(N_KEEPS if roll_head == "categorical" else N_DICE)
+        self.keep_width = N_KEEPS if roll_head == "categorical" else N_DICE  # the keep head's outputs
+        self.roll_head = head(self.keep_width)
         self.score_head = head(N_BOXES)
         self.value_head = head(1)
         self.value_activation = nn.ELU()  # a module, so that a stacked copy can apply it member by member
@@ -265,8 +266,7 @@ class PolicyValueNet(nn.Module):
             rolling = rolls < N_ROLLS - 1
             if h.device.type in SPLIT_ROWS_DEVICES:
                 keeps, boxes = rolling.nonzero().squeeze(-1), (~rolling).nonzero().squeeze(-1)
-                n_keep = N_KEEPS if self.config["roll_head"] == "categorical" else N_DICE
-                roll_logits = h.new_zeros(h.shape[0], n_keep).index_copy(0, keeps, self.roll_head(h[keeps]))
+                roll_logits = h.new_zeros(h.shape[0], self.keep_width).index_copy(0, keeps, self.roll_head(h[keeps]))
                 box_logits = h.new_zeros(h.shape[0], N_BOXES).index_copy(0, boxes, self.score_head(h[boxes]))
             else:  # no split (its row counts would wait for the device): every head, the other zeroed
                 roll_logits = torch.where(rolling.unsqueeze(-1), self.roll_head(h), 0.0)
@@ -283,8 +283,7 @@ class PolicyValueNet(nn.Module):
             if rolls < N_ROLLS - 1:
                 roll_logits, box_logits = self.roll_head(h), h.new_zeros(h.shape[0], N_BOXES)
             else:
-                n_keep = N_KEEPS if self.config["roll_head"] == "categorical" else N_DICE
-                roll_logits, box_logits = h.new_zeros(h.shape[0], n_keep), self.score_head(h)
+                roll_logits, box_logits = h.new_zeros(h.shape[0], self.keep_width), self.score_head(h)
         else:
             raise ValueError(
                 f"rolls must be None, a roll index 0..{N_ROLLS - 1}, {WHOLE_TURNS!r} or a tensor of the rows' rolls; "
