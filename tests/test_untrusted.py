@@ -14,6 +14,7 @@ from yahtzee_lightning.untrusted import (
     check_count,
     check_relative_path,
     check_size,
+    json_depth,
     load_yaml,
     parse_json,
     printable,
@@ -31,6 +32,39 @@ def test_json_is_bounded_in_nesting_before_it_is_parsed():
     assert parse_json('{"a": "[[[[[[[[", "b": [1, {"c": 2}]}', "x") == {"a": "[[[[[[[[", "b": [1, {"c": 2}]}
     with pytest.raises(UntrustedError, match=r"^x: not JSON \("):
         parse_json("{nope", "x")
+
+
+def _nesting(value) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_nesting, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_nesting, value), default=0)
+    return 0
+
+
+def test_the_depth_counted_before_parsing_is_the_parsed_values_nesting():
+    import random
+
+    rng = random.Random(0)
+    tricky = ['"', "\\", "[", "]", "{", "}", '\\"', "a", "\u005b"]
+
+    def value(level):
+        kind = rng.choice("lds" if level < 8 else "s")
+        if kind == "s":
+            return "".join(rng.choice(tricky) for _ in range(rng.randrange(6)))
+        if kind == "l":
+            return [value(level + 1) for _ in range(rng.randrange(4))]
+        return {value(9): value(level + 1) for _ in range(rng.randrange(4))}
+
+    for _ in range(300):
+        v = value(0)
+        text = json.dumps(v, ensure_ascii=rng.random() < 0.5)
+        assert json_depth(text) == _nesting(v), text
+    # 64 levels are read, 65 refused; the count stops once past the limit.
+    assert parse_json("[" * 64 + "]" * 64, "x") is not None
+    with pytest.raises(UntrustedError, match="deeper than 64"):
+        parse_json("[" * 65 + "]" * 65, "x")
+    assert json_depth("[" * 1000 + "]" * 1000, limit=64) == 65
 
 
 def test_text_from_outside_is_shown_with_its_control_characters_escaped():

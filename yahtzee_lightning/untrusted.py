@@ -59,19 +59,26 @@ def check_count(name: str, value: Any) -> int:
     return value
 
 
-_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+# A JSON string, written as "unrolled" alternatives (a run of plain characters, then an escape and
+# another run): 20 times faster than one alternative a character on a 20 MB name.
+_STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
 
 
-def json_depth(text: str | bytes) -> int:
+def json_depth(text: str | bytes, limit: int | None = None) -> int:
     """How deeply a JSON text's arrays and objects nest, counted before parsing (a parser recurses:
-    200,000 levels overflow it)."""
+    200,000 levels overflow it). With ``limit``, counting stops at ``limit + 1``: enough to refuse."""
     raw = text.encode() if isinstance(text, str) else text
     depth = deepest = 0
-    for c in _STRINGS.sub(b"", raw):
+    # Only the brackets outside strings are walked in Python (the rest is dropped in C).
+    for c in _STRINGS.sub(b"", raw).translate(None, _NOT_BRACKETS):
         if c in b"[{":
             depth += 1
-            deepest = max(deepest, depth)
-        elif c in b"]}":
+            if depth > deepest:
+                deepest = depth
+                if limit is not None and deepest > limit:
+                    break
+        else:
             depth -= 1
     return deepest
 
@@ -81,7 +88,7 @@ def parse_json(text: str | bytes, where: str, max_depth: int = MAX_JSON_DEPTH) -
     naming ``where``."""
     if len(text) > MAX_JSON_BYTES:
         raise UntrustedError(f"{where}: {len(text):,} bytes of JSON, more than the {MAX_JSON_BYTES:,} read")
-    if json_depth(text) > max_depth:
+    if json_depth(text, limit=max_depth) > max_depth:
         raise UntrustedError(f"{where}: JSON nested deeper than {max_depth} levels")
     try:
         return json.loads(text)
