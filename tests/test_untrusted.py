@@ -203,7 +203,15 @@ def test_every_verb_refuses_yaml_aliases_and_tags_in_one_line(tmp_path, capsys, 
     assert not (tmp_path / "PWNED").exists()
 
 
-def test_yaml_is_checked_on_its_node_graph_before_anything_is_built():
+@pytest.mark.parametrize("loader", ["C", "Python"])
+def test_yaml_is_checked_on_its_node_graph_before_anything_is_built(loader, monkeypatch):
+    import yaml
+
+    if loader == "Python":  # a PyYAML built without libyaml: the same checks, in Python
+        monkeypatch.delattr(yaml, "CSafeLoader", raising=False)
+    else:
+        assert hasattr(yaml, "CSafeLoader"), "PyYAML's wheel carries libyaml"
+    assert load_yaml("a: [1, {b: x}]\nc: 2.5\nd: yes\n", "x.yaml") == {"a": [1, {"b": "x"}], "c": 2.5, "d": True}
     with pytest.raises(UntrustedError, match=r"^x\.yaml: YAML aliases expand to more than 100,000 values"):
         load_yaml(_laughs(6), "x.yaml")  # 9**6 = 531,441 values from 0.4 KB
     assert load_yaml(_laughs(4), "x.yaml")["d"][0][0][0] == ["lol"] * 9  # 6,561: a plain use of aliases
