@@ -296,3 +296,41 @@ def test_a_cell_at_another_network_size_is_set_against_its_recipe_at_the_same_ga
     at_300k = [180.0, 181.0, 182.0]  # each seed's evaluation at 300,000 games, not at 500,000 (200-202)
     assert row[2] == welch([201.0, 202.0, 203.0], at_300k).text()
     assert "300,000 games" in row[1] and "its own budget 500,000" in row[1] and "**higher at this size**" in row[3]
+
+
+def test_a_twin_of_the_same_budget_is_set_against_its_finals_and_not_twice_in_its_own_ablation():
+    """Two widths at the same budget (the long study's architecture cells): the same games trained at
+    the end are their finals, not the twin's last evaluation before them; within one ablation the
+    ablation's own ranking compares them (no row in each direction), across ablations one row a cell."""
+    from yahtzee_lightning.study.judging.claims import size_claims
+    from yahtzee_lightning.study.judging.context import Series
+    from yahtzee_lightning.study.model import Cell
+
+    def cell(cid, d_h):
+        keys = {"model.init_args.d_h": d_h, "model.init_args.total_games": 200_000}
+        return Cell(cid, "conf/a2c.yaml", keys, "A2C", total_games=200_000)
+
+    cells = {"narrow": cell("narrow", 64), "wide": cell("wide", 256), "elsewhere": cell("elsewhere", 128)}
+    ablations = {
+        "architecture": Ablation(
+            "architecture", ["size"], [("narrow", {"size": "64"}), ("wide", {"size": "256"})], [0, 1]
+        ),
+        "other": Ablation("other", ["size"], [("elsewhere", {"size": "128"})], [0, 1]),
+    }
+    study = SimpleNamespace(cells=cells, ablations=ablations)
+
+    def series(cid, label, finals):
+        evals = pd.DataFrame([{"seed": s, "games": 180_288, "mean_score": 100.0} for s in range(2)])
+        done = pd.DataFrame({"seed": [0, 1], "mean_score": finals, "status": "done"})
+        return Series(
+            label, next(a for a, ab in ablations.items() if any(c == cid for c, _ in ab.cells)), cid, evals, done
+        )
+
+    by_ablation = {
+        "architecture": [series("narrow", "64", [190.0, 192.0]), series("wide", "256", [200.0, 203.0])],
+        "other": [series("elsewhere", "128", [195.0, 196.0])],
+    }
+    ctx = SimpleNamespace(study=study, series=lambda name: by_ablation.get(name, []))
+    rows = size_claims(ctx, "architecture")
+    assert [r[1].split(" vs ")[1] for r in rows] == ["other: 128 at its final 200,000 games"] * 2  # none within
+    assert rows[0][2] == welch([190.0, 192.0], [195.0, 196.0]).text()  # its finals, not its evaluations (100)

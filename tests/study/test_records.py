@@ -194,6 +194,37 @@ def test_a_history_line_that_is_not_the_studys_own_is_refused_not_merged(tmp_pat
         assert scores == [40.1, 45.2, 49.67]  # the signed row stands
 
 
+def test_a_run_that_resumed_under_digests_keeps_the_lines_it_wrote_before_them(tmp_path, caplog):
+    """Lines written before digests, then the run resumed under them (the long study's first pack):
+    its first signed line's number counts the lines before it, so they are used, with one warning.
+    A line put in front of a signed file by hand shifts every signed line: it is refused, not used."""
+    from yahtzee_lightning.study.records import append_lines, digested_text
+    from yahtzee_lightning.study.results import _history
+
+    rows = [{"member": 0, "eval/games": 20 * (i + 1), "eval/mean_score": s} for i, s in enumerate([40.1, 45.2, 49.67])]
+    path = tmp_path / "history.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows[:2]))  # before digests
+    append_lines(path, rows[2:])  # the run resumed: the study's own line 3, written as line 3
+    with caplog.at_level(logging.WARNING):
+        scores = [r["eval/mean_score"] for r in _history(path)]
+    assert scores == [40.1, 45.2, 49.67]
+    assert "its first 2 lines carry no sha256 (written before digests" in caplog.text
+    assert "appended or edited by hand" not in caplog.text
+
+    # Signed before lines were numbered (the long study's first pack resumed so): the same.
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows[:2]) + digested_text(rows[2]) + "\n")
+    assert [r["eval/mean_score"] for r in _history(path)] == [40.1, 45.2, 49.67]
+
+    caplog.clear()
+    signed = tmp_path / "signed.jsonl"
+    _signed_history(signed, [40.1, 45.2])
+    signed.write_text('{"member": 0, "eval/games": 10, "eval/mean_score": 250.0}\n' + signed.read_text())
+    with caplog.at_level(logging.WARNING):
+        assert _history(signed) == []  # the signed lines no longer sit where they were written
+    assert f"{signed}:1: carries no sha256 while 2 other lines of the file do" in caplog.text
+    assert "written before digests" not in caplog.text
+
+
 def test_history_lines_are_numbered_and_a_line_cut_short_does_not_swallow_the_next(tmp_path, caplog):
     from yahtzee_lightning.study.records import read_lines
 

@@ -87,9 +87,11 @@ def append_lines(path: Path, records: list[dict[str, Any]]) -> None:
 def read_lines(path: Path) -> list[dict[str, Any]]:
     """The records of a JSON-lines file of ours (``history.jsonl``), in order. A line that is cut short
     (a kill while writing), damaged or edited, that sits elsewhere than it was written (reordered,
-    lines removed or inserted), or that carries no sha256 where the file's other lines do (appended
-    by hand), is named (``FILE:LINE``) and left out, never merged with the signed ones; a file written
-    wholly before digests is used, with one warning."""
+    lines removed or inserted), or that carries no sha256 after a line that does (appended by hand),
+    is named (``FILE:LINE``) and left out, never merged with the signed ones. Lines written before
+    digests are used, with one warning: a whole file of them, or the lines before a run resumed under
+    digests (its first signed line records their count in its number, so none can be added or removed
+    unseen)."""
     if not path.exists():
         return []
     try:
@@ -107,10 +109,16 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
             LOG.warning("warning: %s:%d: cut short or damaged (not JSON); the line is left out", path, number)
     unsigned = [n for n, r in parsed if isinstance(r, dict) and DIGEST_KEY not in r]
     signed = sum(isinstance(r, dict) and DIGEST_KEY in r for _, r in parsed)
+    # Unsigned lines before the first signed one were written before digests, if that line was written
+    # where it sits (its number counts them; signed lines from before line numbers carry none): a run
+    # that resumed under digests. Else they are refused.
+    first = next(((n, r) for n, r in parsed if isinstance(r, dict) and DIGEST_KEY in r), None)
+    resumed = first is not None and first[1].get(LINE_KEY, first[0]) == first[0]
+    before = [n for n in unsigned if resumed and n < first[0]]
     rows = []
     for number, record in parsed:
         where = f"{path}:{number}"
-        if signed and number in unsigned:
+        if signed and number in unsigned and number not in before:
             LOG.warning(
                 "warning: %s: carries no sha256 while %d other lines of the file do (appended or edited by "
                 "hand, not by the study); the line is left out",
@@ -131,6 +139,12 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
         rows.append(row)
     if unsigned and not signed:
         LOG.warning("warning: %s: %d lines carry no sha256 (written before digests)", path, len(unsigned))
+    elif before:
+        LOG.warning(
+            "warning: %s: its first %d lines carry no sha256 (written before digests; the run resumed under them)",
+            path,
+            len(before),
+        )
     return rows
 
 

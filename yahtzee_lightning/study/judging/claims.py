@@ -78,7 +78,9 @@ def chain_claims(ctx: Context, ablation: str) -> list[list[str]]:
 def size_claims(ctx: Context, ablation: str) -> list[list[str]]:
     """Rows for each cell with another network size of its recipe in the study (``chain.size_twins``):
     its final mean score against the twin's members at the twin's evaluation nearest this cell's
-    budget, the same games trained, so the difference is the network's alone (not its budget)."""
+    budget (or the twin's finals where its budget is the same), the same games trained, so the
+    difference is the network's alone (not its budget). A twin of the same budget in the same ablation
+    is left to that ablation's own ranking."""
     rows = []
     for s in ctx.series(ablation):
         if not finished(s):
@@ -86,15 +88,19 @@ def size_claims(ctx: Context, ablation: str) -> list[list[str]]:
         budget = ctx.study.cells[s.cell].total_games
         for twin_ablation, twin_cell in size_twins(ctx.study, s.cell):
             other = next(o for o in ctx.series(twin_ablation) if o.cell == twin_cell)
-            at = nearest_evaluation(other.evals, budget)
+            twin_budget = ctx.study.cells[twin_cell].total_games
+            if twin_budget == budget:  # the same games trained at the end: its finals
+                if twin_ablation == ablation or not finished(other):  # the ablation ranks its own finals
+                    continue
+                at, where = _done(other), f"its final {budget:,} games"
+            else:
+                at = nearest_evaluation(other.evals, budget)
+                games = ", ".join(f"{g:,.0f}" for g in sorted(set(at.get("games", []))))
+                where = f"its evaluation nearest that ({games} games; its own budget {twin_budget:,})"
             if at.empty:
                 continue
             c = welch(_done(s)["mean_score"], at["mean_score"])
-            games = ", ".join(f"{g:,.0f}" for g in sorted(set(at["games"])))
-            what = (
-                f"{s.label} at its final {budget:,} games vs {twin_ablation}: {other.label} at its evaluation "
-                f"nearest that ({games} games; its own budget {ctx.study.cells[twin_cell].total_games:,})"
-            )
+            what = f"{s.label} at its final {budget:,} games vs {twin_ablation}: {other.label} at {where}"
             rows.append([ablation, what, c.text(), verdict(c, f"{'higher' if c.effect > 0 else 'lower'} at this size")])
     return rows
 
