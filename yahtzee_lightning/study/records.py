@@ -107,14 +107,14 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
             parsed.append((number, parse_json(line, f"{path}:{number}")))
         except ValueError:
             LOG.warning("warning: %s:%d: cut short or damaged (not JSON); the line is left out", path, number)
-    unsigned = [n for n, r in parsed if isinstance(r, dict) and DIGEST_KEY not in r]
+    unsigned = {n for n, r in parsed if isinstance(r, dict) and DIGEST_KEY not in r}  # a set: looked up a line
     signed = sum(isinstance(r, dict) and DIGEST_KEY in r for _, r in parsed)
     # Unsigned lines before the first signed one were written before digests, if that line was written
     # where it sits (its number counts them; signed lines from before line numbers carry none): a run
     # that resumed under digests. Else they are refused.
     first = next(((n, r) for n, r in parsed if isinstance(r, dict) and DIGEST_KEY in r), None)
     resumed = first is not None and first[1].get(LINE_KEY, first[0]) == first[0]
-    before = [n for n in unsigned if resumed and n < first[0]]
+    before = {n for n in unsigned if resumed and n < first[0]}
     rows = []
     for number, record in parsed:
         where = f"{path}:{number}"
