@@ -17,6 +17,7 @@ from yahtzee_lightning.study.judging.published import (
     load_published,
     matched_rows,
     paper_lines,
+    per_box_differences,
     seed_lines,
     side_by_side,
     write_table,
@@ -97,3 +98,48 @@ def test_a_published_file_that_lacks_a_column_or_a_study_without_rows_is_refused
     study = SimpleNamespace(name="t", ablations={"a": SimpleNamespace(cells=[("c1", {"lr": "0.1"})])})
     with pytest.raises(StudyError, match="no cell of study 't' has a 'row' label"):
         matched_rows(study, load_published(_published(tmp_path)))
+
+
+def _box_rows(per_seed: list[float], paper_of: dict[str, float]):
+    """One row's seed lines (every box the same values per seed) and its published per-box means."""
+    names = [*BOX_NAMES, "upper_bonus"]
+    ours = [{"row": "a2c_250k", **{f"box/{b}": v for b in names}} for v in per_seed]
+    per_box = [[paper_of.get(b, sum(per_seed) / len(per_seed)), 1.0] for b in names] + [[0.0, 0.0]]
+    return ours, {"source": "a test", "rows": {"a2c_250k": {"per_box": per_box}}}
+
+
+def test_a_boxs_paper_number_is_judged_against_our_prediction_interval_and_its_bonferroni_widening():
+    seeds = [12.8, 12.9, 13.0]
+    s = pd.Series(seeds).std()
+    half95 = stats.t.ppf(0.975, 2) * s * math.sqrt(1 + 1 / 3)
+    half_family = stats.t.ppf(1 - 0.05 / 14 / 2, 2) * s * math.sqrt(1 + 1 / 3)  # 14: 13 boxes and the bonus
+    just_out, far_out = 12.9 + 1.1 * half95, 12.9 - 1.1 * half_family
+    ours, published = _box_rows(seeds, {"fives": just_out, "four_of_a_kind": far_out})
+    gaps = {g.name: g for g in per_box_differences(ours, published, ["a2c_250k"])["a2c_250k"]}
+    assert (gaps["fives"].outside, gaps["fives"].outside_family) == (True, False)
+    assert (gaps["four_of_a_kind"].outside, gaps["four_of_a_kind"].outside_family) == (True, True)
+    assert not any(g.outside for name, g in gaps.items() if name not in ("fives", "four_of_a_kind"))
+    assert gaps["fives"].family.predict_high == pytest.approx(12.9 + half_family)
+    one_seed, published = _box_rows([12.9], {"fives": 99.0})
+    assert not per_box_differences(one_seed, published, ["a2c_250k"])["a2c_250k"][4].outside  # no interval
+
+
+def test_the_page_marks_and_lists_the_boxes_outside_and_the_figure_draws_both_intervals(tmp_path):
+    from PIL import Image
+
+    from yahtzee_lightning.study.drawing.published import _page, draw_box_differences
+
+    seeds = [12.8, 12.9, 13.0]
+    ours, published = _box_rows(seeds, {"fives": 14.0, "sixes": 40.0})
+    boxes = per_box_differences(ours, published, ["a2c_250k"])
+    page = _page(SimpleNamespace(name="t"), published, ["a2c_250k"], boxes, [], figure=True)
+    table = {line.split(" | ")[0].strip("| "): line for line in page.splitlines() if line.startswith("| ")}
+    assert table["fives"].endswith("14.00 † |") and table["sixes"].endswith("40.00 ‡ |")
+    assert table["ones"].endswith("12.90 |")  # inside: no mark
+    assert "0.7 of them are expected outside" in page
+    listed = [line for line in page.splitlines() if line.startswith("* a2c_250k:")]
+    assert len(listed) == 1 and "fives 14.00 against [" in listed[0] and "sixes 40.00" in listed[0]
+    assert "(inside [" in listed[0] and "(outside [" in listed[0]
+    draw_box_differences(boxes, tmp_path / "boxes.png")
+    legend = Image.open(tmp_path / "boxes.png").info["Legend"]
+    assert legend == "95 % interval of our mean | one new run: 95 % prediction"

@@ -7,9 +7,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ...game import BOX_NAMES
 from ..judging.published import (
-    Band,
+    BoxGap,
     load_published,
     matched_rows,
     paper_lines,
@@ -39,33 +38,61 @@ def compare_published(out: str | Path, published_path: str | Path) -> Path:
         folder = out / FOLDER
         folder.mkdir(exist_ok=True)
         boxes = per_box_differences(ours, published, rows)
-        drawn = [row for row in rows if any(b.n for _, b, _ in boxes[row])]
+        drawn = [row for row in rows if any(gap.band.n for gap in boxes[row])]
         if drawn:
             draw_box_differences({row: boxes[row] for row in drawn}, folder / "boxes.png")
         page = folder / "index.md"
-        page.write_text(_page(study, published, rows, ours, side_by_side(ours, published, rows), bool(drawn)))
+        page.write_text(_page(study, published, rows, boxes, side_by_side(ours, published, rows), bool(drawn)))
     return page
 
 
-def draw_box_differences(boxes: dict[str, list[tuple[str, Band, float]]], path: Path) -> None:
-    """One panel a row: our mean points per box minus the paper's, with our seeds' 95 % interval."""
+def draw_box_differences(boxes: dict[str, list[BoxGap]], path: Path) -> None:
+    """One panel a row: our mean points per box minus the paper's; dark bars our seeds' 95 % interval of
+    the mean, grey lines the 95 % prediction interval for one new run (the paper's number outside it
+    where the grey line misses 0)."""
     fig, axes = new_figure(width=3.2 * len(boxes), height=4.5, ncols=len(boxes))
+    from matplotlib.lines import Line2D  # after new_figure: matplotlib loads with the figure
+
     for ax, (row, per_box) in zip(axes, boxes.items(), strict=True):
-        names = [name for name, _, _ in per_box]
-        diffs = [b.mean - paper for _, b, paper in per_box]
-        errors = (  # no bar, not even its caps, where one seed gives no interval
-            [b.mean - b.low if b.n > 1 else float("nan") for _, b, _ in per_box],
-            [b.high - b.mean if b.n > 1 else float("nan") for _, b, _ in per_box],
-        )
+        names = [gap.name for gap in per_box]
+        diffs = [gap.band.mean - gap.paper for gap in per_box]
+        y = range(len(names))
+
         colors = ["tab:blue" if d >= 0 else "tab:red" for d in diffs]
-        ax.barh(range(len(names)), diffs, xerr=errors, color=colors, capsize=2)
-        ax.set_yticks(range(len(names)), names if ax is axes[0] else [""] * len(names), fontsize=8)
+        ax.barh(y, diffs, xerr=_errors(per_box, "low", "high"), color=colors, capsize=2)
+        ax.errorbar(
+            diffs, y, xerr=_errors(per_box, "predict_low", "predict_high"), fmt="none", ecolor="grey", elinewidth=0.8
+        )
+        for i, gap in enumerate(per_box):
+            if gap.outside:
+                ax.annotate(
+                    "outside", (0.98, i), xycoords=("axes fraction", "data"), ha="right", va="center", fontsize=7
+                )
+        ax.set_yticks(y, names if ax is axes[0] else [""] * len(names), fontsize=8)
         ax.invert_yaxis()
         ax.axvline(0, color="black", linewidth=0.8)
-        n = max(b.n for _, b, _ in per_box)
+        n = max(gap.band.n for gap in per_box)
         ax.set_title(f"{row} (n = {n} seed{'s' if n != 1 else ''})", fontsize=9)
         ax.set_xlabel("ours - paper (points a game)")
+    axes[0].legend(
+        handles=[
+            Line2D([], [], color="black", marker="|", label="95 % interval of our mean"),
+            Line2D([], [], color="grey", linewidth=0.8, label="one new run: 95 % prediction"),
+        ],
+        fontsize=7,
+        loc="upper left",
+        bbox_to_anchor=(0.0, -0.14),  # below the panel, clear of the bars
+        frameon=False,
+    )
     save_figure(fig, path)
+
+
+def _errors(per_box: list[BoxGap], low: str, high: str) -> tuple[list[float], list[float]]:
+    """Error bar lengths below and above each box's mean (none, not even caps, with one seed)."""
+    return (
+        [g.band.mean - getattr(g.band, low) if g.band.n > 1 else float("nan") for g in per_box],
+        [getattr(g.band, high) - g.band.mean if g.band.n > 1 else float("nan") for g in per_box],
+    )
 
 
 def _cell(value: float, scale: float, digits: int) -> str:
@@ -73,7 +100,12 @@ def _cell(value: float, scale: float, digits: int) -> str:
 
 
 def _page(
-    study: Any, published: dict[str, Any], rows: list[str], ours: list[dict], sides: list[dict], figure: bool
+    study: Any,
+    published: dict[str, Any],
+    rows: list[str],
+    boxes: dict[str, list[BoxGap]],
+    sides: list[dict],
+    figure: bool,
 ) -> str:
     lines = [
         f"# Study {study.name} beside the paper's published rows",
@@ -105,17 +137,36 @@ def _page(
             "![per-box differences](boxes.png)",
             "",
             "Each panel: a row's mean points per game in each box and the upper bonus, ours minus the paper's "
-            "evaluation log (100,000 games); error bars: our seeds' 95 % t interval (none with one seed).",
+            "evaluation log (100,000 games); bars: our seeds' 95 % t interval of the mean; grey lines: the 95 % "
+            "prediction interval for one new run (none with one seed).",
             "",
         ]
-    names = [*BOX_NAMES, "upper_bonus"]
     header = "| box | " + " | ".join(f"{row}: ours / paper" for row in rows) + " |"
     lines += [header, "|---|" + "---:|" * len(rows)]
-    for i, name in enumerate(names):
+    for i, name in enumerate([gap.name for gap in next(iter(boxes.values()))]):
         cells = []
         for row in rows:
-            seeds = [line[f"box/{name}"] for line in ours if line["row"] == row]
-            ours_mean = sum(seeds) / len(seeds) if seeds else math.nan
-            cells.append(f"{_cell(ours_mean, 1, 2)} / {published['rows'][row]['per_box'][i][0]:.2f}")
+            gap = boxes[row][i]
+            mark = " ‡" if gap.outside_family else " †" if gap.outside else ""
+            cells.append(f"{_cell(gap.band.mean, 1, 2)} / {gap.paper:.2f}{mark}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    n_boxes = len(next(iter(boxes.values())))
+    lines += [
+        "",
+        f"† the paper's number outside our 95 % prediction interval for one new run; ‡ outside it even when "
+        f"widened for the row's {n_boxes} boxes (Bonferroni, {100 * (1 - 0.05 / n_boxes):.2f} %). With "
+        f"{n_boxes} boxes a row, {0.05 * n_boxes:.1f} of them are expected outside the 95 % interval by chance "
+        "alone where the two agree.",
+        "",
+    ]
+    for row in rows:
+        out = [gap for gap in boxes[row] if gap.outside]
+        if out:
+            listed = "; ".join(
+                f"{g.name} {g.paper:.2f} against [{g.band.predict_low:.2f}, {g.band.predict_high:.2f}]"
+                f" ({'outside' if g.outside_family else 'inside'} [{g.family.predict_low:.2f}, "
+                f"{g.family.predict_high:.2f}] widened)"
+                for g in out
+            )
+            lines.append(f"* {row}: {listed}.")
     return "\n".join(lines) + "\n"
