@@ -14,6 +14,7 @@ from yahtzee_lightning.game import BOX_NAMES
 from yahtzee_lightning.study.judging.published import (
     TABLE_COLUMNS,
     band,
+    learning_curves,
     load_published,
     matched_rows,
     paper_lines,
@@ -143,3 +144,41 @@ def test_the_page_marks_and_lists_the_boxes_outside_and_the_figure_draws_both_in
     draw_box_differences(boxes, tmp_path / "boxes.png")
     legend = Image.open(tmp_path / "boxes.png").info["Legend"]
     assert legend == "95 % interval of our mean | one new run: 95 % prediction"
+
+
+def test_a_published_curve_must_be_increasing_games_with_finite_means(tmp_path):
+    path = _published(tmp_path)
+    data = json.loads(path.read_text())
+    data["rows"]["a2c_250k"]["curve"] = [[2500, 160.0], [5000, 180.0]]
+    path.write_text(json.dumps(data))
+    assert load_published(path)["rows"]["a2c_250k"]["curve"][1] == [5000, 180.0]
+    for bad in ([[5000, 180.0], [2500, 160.0]], [[0, 1.0]], [[2500, "x"]], [], [[2500, 1.0, 2.0]]):
+        data["rows"]["a2c_250k"]["curve"] = bad
+        path.write_text(json.dumps(data))
+        with pytest.raises(StudyError, match="row 'a2c_250k': curve must be \\[games, mean score\\] pairs"):
+            load_published(path)
+
+
+def test_our_evaluations_are_set_beside_the_papers_curve_at_the_same_games(tmp_path):
+    from yahtzee_lightning.study.drawing.published import _curves_section, draw_learning_curves
+
+    published = load_published(_published(tmp_path))
+    published["rows"]["a2c_250k"]["curve"] = [[10_000, 150.0], [20_000, 170.0], [30_000, 180.0]]
+    evals = [
+        {"cell": "c1", "seed": s, "stage": "eval", "games": g, "mean_score": m}
+        for s, points in ((0, [(10_000, 152.0), (20_000, 175.0)]), (1, [(10_000, 146.0), (15_000, 160.0)]))
+        for g, m in points
+    ]
+    results = pd.concat([_results({"c1": [210.0]}), pd.DataFrame(evals)], ignore_index=True)
+    curves = learning_curves(results, {"c1": "a2c_250k"}, published, ["a2c_250k", "ppo_50k"])
+    assert list(curves) == ["a2c_250k"]  # ppo_50k has no published curve
+    c = curves["a2c_250k"]
+    assert c["ours"] == {0: [(10_000.0, 152.0), (20_000.0, 175.0)], 1: [(10_000.0, 146.0), (15_000.0, 160.0)]}
+    assert sorted(c["matched"]) == [-4.0, 2.0, 5.0]  # 15,000 games: no point of the paper's there
+    section = _curves_section(curves)
+    assert "| a2c_250k | 2 | 3 | +1.0 |" in section and "![learning curves](curves.png)" in section
+    draw_learning_curves(curves, tmp_path / "curves.png")
+    from PIL import Image
+
+    legend = Image.open(tmp_path / "curves.png").info["Legend"]
+    assert legend == "the paper's run | ours, seed 0 | ours, seed 1"

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..judging.published import (
     BoxGap,
+    learning_curves,
     load_published,
     matched_rows,
     paper_lines,
@@ -33,7 +34,8 @@ def compare_published(out: str | Path, published_path: str | Path) -> Path:
         study, _ = load_plan(out)
         cells = matched_rows(study, published)
         rows = list(dict.fromkeys(cells.values()))
-        ours = seed_lines(collect(out), cells)
+        results = collect(out)
+        ours = seed_lines(results, cells)
         write_table(out / TABLE, ours, paper_lines(published, rows))
         folder = out / FOLDER
         folder.mkdir(exist_ok=True)
@@ -41,8 +43,12 @@ def compare_published(out: str | Path, published_path: str | Path) -> Path:
         drawn = [row for row in rows if any(gap.band.n for gap in boxes[row])]
         if drawn:
             draw_box_differences({row: boxes[row] for row in drawn}, folder / "boxes.png")
+        curves = learning_curves(results, cells, published, rows)
+        if curves:
+            draw_learning_curves(curves, folder / "curves.png")
         page = folder / "index.md"
-        page.write_text(_page(study, published, rows, boxes, side_by_side(ours, published, rows), bool(drawn)))
+        text = _page(study, published, rows, boxes, side_by_side(ours, published, rows), bool(drawn))
+        page.write_text(text + _curves_section(curves))
     return page
 
 
@@ -85,6 +91,57 @@ def draw_box_differences(boxes: dict[str, list[BoxGap]], path: Path) -> None:
         frameon=False,
     )
     save_figure(fig, path)
+
+
+def draw_learning_curves(curves: dict[str, dict], path: Path) -> None:
+    """One panel a row with a published curve: the paper's evaluations during training (black) and each
+    of our seeds' (finished or still training), mean score over 1,000 games against games trained."""
+    fig, axes = new_figure(width=4.0 * len(curves), height=4.0, ncols=len(curves))
+    from matplotlib.ticker import FuncFormatter  # after new_figure: matplotlib loads with the figure
+
+    for ax, (row, c) in zip(axes, curves.items(), strict=True):
+        games, means = zip(*c["paper"], strict=True)
+        ax.plot(games, means, color="black", linewidth=1.2, label="the paper's run")
+        for seed, points in sorted(c["ours"].items()):
+            x, y = zip(*points, strict=True)
+            ax.plot(x, y, marker=".", markersize=4, linewidth=0.9, label=f"ours, seed {seed}")
+        ax.set_title(f"{row} (ours: {len(c['ours'])} seed{'s' if len(c['ours']) != 1 else ''})", fontsize=9)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:,.0f} k"))
+        ax.set_xlabel("games trained")
+        ax.set_ylabel("mean score (1,000 games)" if ax is axes[0] else "")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    save_figure(fig, path)
+
+
+def _curves_section(curves: dict[str, dict]) -> str:
+    """The page's learning curves: the figure, its caption and per row how far ours run from the paper's."""
+    if not curves:
+        return ""
+    lines = [
+        "",
+        "## Learning curves",
+        "",
+        "![learning curves](curves.png)",
+        "",
+        "The paper's evaluations during training (its learning-curve figure: 1,000 games every 5 of its 500 "
+        "epochs, the most likely action, dropout off) beside ours (1,000 games at each evaluation, played the "
+        "same way), for the rows whose curve it published; our seeds still training are drawn as far as they "
+        "have come.",
+        "",
+        "| row | our seeds | our evaluations at the paper's points | ours - paper, mean over them |",
+        "|---|---:|---:|---:|",
+    ]
+    for row, c in curves.items():
+        m = c["matched"]
+        diff = f"{sum(m) / len(m):+.1f}" if m else "-"
+        lines.append(f"| {row} | {len(c['ours'])} | {len(m)} | {diff} |")
+    lines += [
+        "",
+        "Descriptive only: each difference is of two 1,000-game means (a standard error of about 2-3 points), "
+        "and one seed's evaluations are not independent of each other.",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _errors(per_box: list[BoxGap], low: str, high: str) -> tuple[list[float], list[float]]:

@@ -77,11 +77,26 @@ def load_published(path: str | Path) -> dict[str, Any]:
             missing = [k for k, *_ in QUANTITIES if not isinstance(row.get(k), (int, float))]
             if missing or len(row.get("per_box", [])) != len(BOX_NAMES) + 2:
                 raise StudyError(f"{path}: row {name!r} lacks {missing or 'per_box (13 boxes, bonus, total)'}")
+            if "curve" in row and not _is_curve(row["curve"]):
+                raise StudyError(
+                    f"{path}: row {name!r}: curve must be [games, mean score] pairs, games positive and increasing"
+                )
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         if isinstance(e, StudyError):
             raise
         raise StudyError(f"{path}: not a file of published rows ({type(e).__name__}: {e})") from e
     return data
+
+
+def _is_curve(curve: Any) -> bool:
+    """``[[games, mean], ...]``: numbers, games positive and increasing, means finite."""
+    if not isinstance(curve, list) or not curve:
+        return False
+    pairs = [p for p in curve if isinstance(p, list) and len(p) == 2 and all(isinstance(v, (int, float)) for v in p)]
+    if len(pairs) != len(curve) or not all(math.isfinite(m) for _, m in pairs):
+        return False
+    games = [g for g, _ in pairs]
+    return games[0] > 0 and all(a < b for a, b in zip(games, games[1:], strict=False))
 
 
 def matched_rows(study: Any, published: dict[str, Any]) -> dict[str, str]:
@@ -197,4 +212,25 @@ def per_box_differences(
         for i, name in enumerate(names):
             values = [s[f"box/{name}"] for s in seeds]
             out[row].append(BoxGap(name, band(values), float(per_box[i][0]), band(values, level=family_level)))
+    return out
+
+
+def learning_curves(
+    results: Any, cells: dict[str, str], published: dict[str, Any], rows: list[str]
+) -> dict[str, dict[str, Any]]:
+    """Per row whose published file has a ``curve``: the paper's ``[games, mean]`` points and each of our
+    seeds' evaluations during training (finished or not), ``{seed: [(games, mean), ...]}``; and
+    ``matched``: our evaluations at games where the paper's curve has a point, ours minus the paper's."""
+    evals = results[(results["stage"] == "eval") & results["cell"].isin(cells)]
+    out = {}
+    for row in rows:
+        curve = published["rows"][row].get("curve")
+        if not curve:
+            continue
+        paper = {int(g): float(m) for g, m in curve}
+        seeds: dict[int, list[tuple[float, float]]] = {}
+        for _, r in evals[evals["cell"].map(cells) == row].sort_values(["seed", "games"]).iterrows():
+            seeds.setdefault(int(r["seed"]), []).append((float(r["games"]), float(r["mean_score"])))
+        matched = [m - paper[int(g)] for points in seeds.values() for g, m in points if int(g) in paper]
+        out[row] = {"paper": [(float(g), m) for g, m in paper.items()], "ours": seeds, "matched": matched}
     return out
