@@ -144,9 +144,8 @@ def test_the_upper_head_learns_its_target_in_every_algorithm(cls):
     assert any(not torch.equal(before[k], after[k]) for k in before)
 
 
-def test_ppo_at_the_codes_settings_differentiates_the_policy_that_acted():
-    """Minibatches of random steps, normalised once over the batch, with the upper head and shaping:
-    the first minibatch's log-probabilities are the recorded ones (its first ratio is 1)."""
+def _first_log_probs(**settings) -> tuple[torch.Tensor, torch.Tensor]:
+    """A tiny PPO's first minibatch: the log-probabilities recorded while playing, and the update's."""
     firsts = []
 
     class Probe(PPO):
@@ -157,14 +156,54 @@ def test_ppo_at_the_codes_settings_differentiates_the_policy_that_acted():
             return out
 
     torch.manual_seed(0)
-    model = Probe(
-        **TINY, dropout=0.1, total_games=8, games_per_batch=4, minibatch="steps", normalize_over="batch",
-        upper_score_weight=1.0, upper_shaping=1.0,
-    )  # fmt: skip
-    fit_quietly(model)
-    recorded, learned = firsts[0]
+    fit_quietly(Probe(**TINY, total_games=8, games_per_batch=4, **settings))
+    return firsts[0]
+
+
+def test_ppo_at_the_codes_settings_differentiates_the_policy_that_acted():
+    """Minibatches of random steps, normalised once over the batch, with the upper head and shaping:
+    the first minibatch's log-probabilities are the recorded ones (its first ratio is 1)."""
+    recorded, learned = _first_log_probs(
+        dropout=0.1, minibatch="steps", normalize_over="batch", upper_score_weight=1.0, upper_shaping=1.0
+    )
     torch.testing.assert_close(learned, recorded, rtol=0, atol=1e-6)
     assert float((learned - recorded).exp().max()) == pytest.approx(1.0, abs=1e-6)
+
+
+@pytest.mark.parametrize(("dropout", "replayed"), [(0.1, False), (0.0, False), (0.1, True)])
+def test_without_its_masks_replayed_the_update_learns_another_policy_than_the_one_that_acted(dropout, replayed):
+    """``replay_dropout: false`` (the published code's handling): the update draws fresh dropout masks,
+    so PPO's first ratio is not 1; the masks are the whole difference (none without dropout)."""
+    recorded, learned = _first_log_probs(dropout=dropout, replay_dropout=replayed)
+    gap = float((learned - recorded).abs().max())
+    assert gap > 1e-3 if dropout and not replayed else gap < 1e-6
+
+
+@pytest.mark.parametrize("ahead", [False, True])
+def test_play_ahead_learns_each_batch_one_update_after_it_was_played(ahead):
+    """``play_ahead`` (the published code's prefetching loader): the batch learnt at update k was played
+    by the weights of update k - 1 (the first two by the starting weights); off, by update k's own."""
+    played, learned = [], []
+
+    def mark(batch):
+        return tuple(batch[K.DICE].flatten().tolist())
+
+    class Probe(A2C):
+        def collect(self):
+            batch = super().collect()
+            played.append((mark(batch), int(self.updates_done)))
+            return batch
+
+        def update(self, batch, coefs):
+            learned.append(mark(batch))
+            return super().update(batch, coefs)
+
+    torch.manual_seed(0)
+    fit_quietly(Probe(**TINY, dropout=0.1, play_ahead=ahead, total_games=16, games_per_batch=4))
+    by_mark = dict(played)
+    assert len(learned) == 4 and len(by_mark) == len(played)  # every batch told apart
+    assert [by_mark[m] for m in learned] == ([0, 0, 1, 2] if ahead else [0, 1, 2, 3])
+    assert len(played) == (5 if ahead else 4)  # ahead: the batch after the last update is played, not learnt
 
 
 def test_step_minibatches_cover_every_step_once_an_epoch_in_random_order():
@@ -214,6 +253,8 @@ def test_gamma_anneals_over_its_period_and_the_warm_up_starts_at_its_floor():
         ({"gamma_anneal": 1.5}, "gamma_anneal must be in"),
         ({"warmup_start": -0.1}, "warmup_start must be in"),
         ({"features": ["dice_onehot", "upper_score_head"]}, "unknown features \\['upper_score_head'\\]"),
+        ({"replay_dropout": "no"}, "replay_dropout must be true or false, got 'no'"),
+        ({"play_ahead": True, "ensemble": 2}, "play_ahead: True \\(an ablation of the published code's handling\\)"),
     ],
 )
 def test_a_setting_we_do_not_have_or_cannot_honour_is_refused_in_one_line(settings, message):

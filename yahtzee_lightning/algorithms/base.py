@@ -44,7 +44,7 @@ from ..loop.resume import checkpoint_digest
 from ..loop.settings import Settings
 from ..machine import apply_thread_rule
 from ..metrics import action_counts, mask_diversity, masked_mean, top_k_share
-from ..nn import LOG_PROB
+from ..nn import DROPOUT_MASK, LOG_PROB
 from ..schedules import lr_factor
 from ..solver import TurnOracle
 from .policy_gradient import PolicyGradient, read_stats
@@ -70,7 +70,12 @@ class OnPolicyAlgorithm(
     code starts it at its floor). ``upper_score_weight``: the weight of an upper-score regression
     head's loss (> 0 builds the head: it predicts each game's final upper sum); ``upper_shaping``:
     the weight of potential-based reward shaping on that head's prediction (needs the head; see
-    ``rewards``). Budget: ``total_games``
+    ``rewards``). ``replay_dropout`` (default on): the update replays the dropout masks each step
+    was played under, so that it learns the policy that acted; off, it draws fresh masks (the
+    published code's handling, for an ablation). ``play_ahead`` (default off): on, each batch is
+    played one update before it is learnt from, as the published code's prefetching data loader
+    did (for an ablation; the first two batches are both played by the starting weights).
+    Budget: ``total_games``
     in batches of ``games_per_batch``, ``evaluations`` evaluation intervals of ``eval_games``
     games each, and a final evaluation of ``final_eval_games`` (0 = skip) against the optimum.
     ``init_from``: a Lightning checkpoint or an agent folder whose network weights start this run
@@ -134,6 +139,8 @@ class OnPolicyAlgorithm(
         warmup_start: float = 0.0,
         upper_score_weight: float = 0.0,
         upper_shaping: float = 0.0,
+        replay_dropout: bool = True,
+        play_ahead: bool = False,
         total_games: int = 1_000_000,
         games_per_batch: int = 20,
         evaluations: int = 100,
@@ -167,6 +174,7 @@ class OnPolicyAlgorithm(
         self.register_buffer("updates_done", torch.zeros((), dtype=torch.int64))
         self._players: _Players | None = None  # env and policy of collection, built on first use
         self.last_batch: TensorDictBase | None = None  # the preallocated rollout, refilled every update
+        self._ahead: TensorDictBase | None = None  # play_ahead: the batch played before this update
         self.final_evaluation: dict | None = None
         self._oracles: dict[str, TurnOracle] = {}  # the exact oracle(s), built on first use
 
@@ -289,8 +297,14 @@ class OnPolicyAlgorithm(
         return norm.detach(), (norm > tau).float() if tau > 0 else torch.zeros_like(norm)
 
     def training_step(self, update: int, batch_idx: int) -> None:
-        """One update: play a batch of whole games with the current weights, then learn from it."""
-        self.learn(self.collect())
+        """One update: play a batch of whole games with the current weights, then learn from it
+        (``play_ahead``: learn from the batch played before the previous update, then play the next)."""
+        if not self.hparams.get("play_ahead", False):
+            self.learn(self.collect())
+            return
+        batch = self._ahead if self._ahead is not None else self.collect().clone()
+        self._ahead = self.collect().clone()  # what a prefetching loader plays before this update
+        self.learn(batch)
 
     def learn(self, batch: TensorDictBase) -> None:
         """The update on a freshly collected batch (``training_step`` plays it: ``collect``,
@@ -333,6 +347,8 @@ class OnPolicyAlgorithm(
         self.logging_now = logs
         if self.has_upper_head:
             self.set_upper_targets(batch)
+        if not self.hparams.get("replay_dropout", True) and DROPOUT_MASK in batch.keys():
+            batch = batch.exclude(DROPOUT_MASK)  # the update's forward draws fresh masks (train mode)
         with self.own_generator():  # its minibatch orders and dropout masks: its own
             stats = (self.diagnose(batch) if logs else {}) | self.update(batch, coefs)
         self.lr_schedulers().step()

@@ -79,6 +79,13 @@ class Settings:
         for name in ("tau_clip", "lambda_v", "beta_roll_max", "beta_roll_min", "beta_score_max", "beta_score_min"):
             need(h[name] >= 0, name, ">= 0")
         self.validate_upper_settings()
+        for name, default in (("replay_dropout", True), ("play_ahead", False)):
+            if not isinstance(h.get(name, default), bool):
+                raise ValueError(f"{name} must be true or false, got {h[name]!r}")
+            if h.get(name, default) != default and h.get("ensemble") is not None:
+                raise ValueError(
+                    f"{name}: {h[name]} (an ablation of the published code's handling) trains one run, not an ensemble"
+                )
         if h.capture != "none" and h.n_players >= 2:
             raise ValueError(
                 f"capture: {h.capture} compiles the solitaire env's step; the match env (n_players {h.n_players}) "
