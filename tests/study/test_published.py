@@ -14,6 +14,7 @@ from yahtzee_lightning.game import BOX_NAMES
 from yahtzee_lightning.study.judging.published import (
     TABLE_COLUMNS,
     band,
+    fill_turns,
     learning_curves,
     load_published,
     matched_rows,
@@ -182,3 +183,27 @@ def test_our_evaluations_are_set_beside_the_papers_curve_at_the_same_games(tmp_p
 
     legend = Image.open(tmp_path / "curves.png").info["Legend"]
     assert legend == "the paper's run | ours, seed 0 | ours, seed 1"
+
+
+def test_the_median_fill_turn_counts_the_first_turn_as_one_as_the_published_logs_do(tmp_path):
+    from yahtzee_lightning.study.drawing.published import _fill_section
+
+    path = _published(tmp_path)
+    data = json.loads(path.read_text())
+    data["rows"]["a2c_250k"]["fill_turn"] = [float(1 + i) for i in range(13)]
+    path.write_text(json.dumps(data))
+    published = load_published(path)
+    results = _results({"c1": [210.0, 212.0]})
+    for seed, offset in ((0, 0.0), (1, 1.0)):  # our turns count from 0: seed 0 fills box i at turn i
+        for i, b in enumerate(BOX_NAMES):
+            results.loc[(results["seed"] == seed) & (results["cell"] == "c1"), f"fill_turn/{b}"] = i + offset
+    ours = seed_lines(results, {"c1": "a2c_250k"})
+    turns = fill_turns(ours, published, ["a2c_250k", "ppo_50k"])
+    assert list(turns) == ["a2c_250k"]  # ppo_50k has no published fill turns
+    assert turns["a2c_250k"][0] == ("ones", 1.5, 1.0) and turns["a2c_250k"][12] == ("chance", 13.5, 13.0)
+    assert "| ones | 1.5 / 1.0 |" in _fill_section(turns)
+    for bad in ([0.0] * 13, [1.0] * 12, ["x"] * 13):
+        data["rows"]["a2c_250k"]["fill_turn"] = bad
+        path.write_text(json.dumps(data))
+        with pytest.raises(StudyError, match="row 'a2c_250k': fill_turn must be 13 median turns, each in 1..13"):
+            load_published(path)

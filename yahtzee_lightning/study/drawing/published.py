@@ -9,6 +9,7 @@ from typing import Any
 
 from ..judging.published import (
     BoxGap,
+    fill_turns,
     learning_curves,
     load_published,
     matched_rows,
@@ -48,7 +49,7 @@ def compare_published(out: str | Path, published_path: str | Path) -> Path:
             draw_learning_curves(curves, folder / "curves.png")
         page = folder / "index.md"
         text = _page(study, published, rows, boxes, side_by_side(ours, published, rows), bool(drawn))
-        page.write_text(text + _curves_section(curves))
+        page.write_text(text + _fill_section(fill_turns(ours, published, rows)) + _curves_section(curves))
     return page
 
 
@@ -112,6 +113,28 @@ def draw_learning_curves(curves: dict[str, dict], path: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
     save_figure(fig, path)
+
+
+def _fill_section(turns: dict[str, list[tuple]]) -> str:
+    """The page's table of the median turn each box is filled, ours beside the paper's evaluation logs."""
+    if not turns:
+        return ""
+    rows = list(turns)
+    lines = [
+        "",
+        "## When each box is filled",
+        "",
+        "The median turn at which each box is filled (1 = the first turn): ours, the mean over seeds of each "
+        "seed's median over its final evaluation's games; the paper's, from its evaluation log (100,000 "
+        "games). Descriptive: a median of whole turns moves in steps of one.",
+        "",
+        "| box | " + " | ".join(f"{row}: ours / paper" for row in rows) + " |",
+        "|---|" + "---:|" * len(rows),
+    ]
+    for i, (name, _, _) in enumerate(turns[rows[0]]):
+        cells = [f"{_cell(turns[row][i][1], 1, 1)} / {turns[row][i][2]:.1f}" for row in rows]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def _curves_section(curves: dict[str, dict]) -> str:

@@ -77,6 +77,11 @@ def load_published(path: str | Path) -> dict[str, Any]:
             missing = [k for k, *_ in QUANTITIES if not isinstance(row.get(k), (int, float))]
             if missing or len(row.get("per_box", [])) != len(BOX_NAMES) + 2:
                 raise StudyError(f"{path}: row {name!r} lacks {missing or 'per_box (13 boxes, bonus, total)'}")
+            turns = row.get("fill_turn", [1] * len(BOX_NAMES))
+            if not (isinstance(turns, list) and len(turns) == len(BOX_NAMES)) or not all(
+                isinstance(t, (int, float)) and 1 <= t <= len(BOX_NAMES) for t in turns
+            ):
+                raise StudyError(f"{path}: row {name!r}: fill_turn must be 13 median turns, each in 1..13")
             if "curve" in row and not _is_curve(row["curve"]):
                 raise StudyError(
                     f"{path}: row {name!r}: curve must be [games, mean score] pairs, games positive and increasing"
@@ -130,6 +135,8 @@ def seed_lines(results: Any, cells: dict[str, str]) -> list[dict[str, Any]]:
                 "share_250": float(r["share_at_least_250"]),
                 **{f"box/{b}": float(r[f"box_mean/{b}"]) for b in BOX_NAMES},
                 "box/upper_bonus": float(r["upper_bonus_mean"]),
+                # the median turn each box is filled, 1 = the first (as the published logs count)
+                **{f"fill/{b}": float(r[f"fill_turn/{b}"]) + 1 for b in BOX_NAMES if f"fill_turn/{b}" in r},
             }
         )
     return lines
@@ -233,4 +240,20 @@ def learning_curves(
             seeds.setdefault(int(r["seed"]), []).append((float(r["games"]), float(r["mean_score"])))
         matched = [m - paper[int(g)] for points in seeds.values() for g, m in points if int(g) in paper]
         out[row] = {"paper": [(float(g), m) for g, m in paper.items()], "ours": seeds, "matched": matched}
+    return out
+
+
+def fill_turns(ours: list[dict[str, Any]], published: dict[str, Any], rows: list[str]) -> dict[str, list[tuple]]:
+    """Per row whose published file has ``fill_turn``: for each box, our seeds' mean of their median
+    fill turn (NaN without seeds) and the paper's median, both counting the first turn as 1."""
+    out = {}
+    for row in rows:
+        paper = published["rows"][row].get("fill_turn")
+        if paper is None:
+            continue
+        seeds = [line for line in ours if line["row"] == row]
+        out[row] = [
+            (name, float(np.mean([s[f"fill/{name}"] for s in seeds])) if seeds else math.nan, float(paper[i]))
+            for i, name in enumerate(BOX_NAMES)
+        ]
     return out
