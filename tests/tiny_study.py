@@ -24,9 +24,10 @@ TINY = {
 }
 
 
-def build_study(folder: Path) -> Path:
+def build_study(folder: Path, ablations: dict | None = None, report: bool = True) -> Path:
     """``folder/study``: the study's plan, its run folders (a checkpoint each), its table and report;
-    ``folder/tiny.yaml`` its study file."""
+    ``folder/tiny.yaml`` its study file. ``ablations``: other cells than the one REINFORCE cell (each
+    at the tiny budget); ``report``: off, no report is written."""
     from ray import tune
 
     from yahtzee_lightning.study.drawing.report import write_report
@@ -38,7 +39,7 @@ def build_study(folder: Path) -> Path:
         "name": "tiny",
         "seeds": [0, 1],
         "profiles": {"smoke": {"set": TINY}},
-        "ablations": {"reinforce": {"base": str(ROOT / "conf" / "reinforce_cpu.yaml")}},
+        "ablations": ablations or {"reinforce": {"base": str(ROOT / "conf" / "reinforce_cpu.yaml")}},
         "exhibits": {"T1": "all", "F2": "all"},
     }
     (folder / "tiny.yaml").write_text(yaml.safe_dump(spec))
@@ -53,5 +54,6 @@ def build_study(folder: Path) -> Path:
         ):
             run_trial({}, {name: payload})
     runner._summarize(out)
-    write_report(out)
+    if report:
+        write_report(out)
     return out

@@ -207,3 +207,28 @@ def test_the_median_fill_turn_counts_the_first_turn_as_one_as_the_published_logs
         path.write_text(json.dumps(data))
         with pytest.raises(StudyError, match="row 'a2c_250k': fill_turn must be 13 median turns, each in 1..13"):
             load_published(path)
+
+
+@pytest.mark.slow("trains a tiny study of two runs, each with its final evaluation against the exact table: about 20 s")
+def test_study_compare_writes_the_table_the_page_and_its_figures_from_a_study_folder(tmp_path):
+    """The verb end to end on a finished (tiny) study whose cell carries a ``row`` label."""
+    from tiny_study import ROOT as REPO
+    from tiny_study import build_study
+
+    from yahtzee_lightning.commands.study import main
+
+    base = str(REPO / "conf" / "reinforce_cpu.yaml")
+    out = build_study(tmp_path, {"table": {"base": base, "axes": {"row": {"a2c_250k": {"config": base}}}}}, False)
+    path = _published(tmp_path)
+    data = json.loads(path.read_text())
+    data["rows"]["a2c_250k"] |= {"curve": [[16, 10.0], [32, 20.0]], "fill_turn": [7.0] * 13}
+    path.write_text(json.dumps(data))
+    assert main(["compare", str(out), "--published", str(path)]) == 0
+    with (out / "table.csv").open() as f:
+        lines = [(line["row"], line["seed"]) for line in csv.DictReader(f)]
+    assert lines == [("a2c_250k", "0"), ("a2c_250k", "1"), ("a2c_250k", "paper")]  # rows the study has
+    page = (out / "published" / "index.md").read_text()
+    for section in ("## Per box", "## When each box is filled", "## Learning curves"):
+        assert section in page
+    assert "| a2c_250k | 2 | 2 |" in page  # each seed evaluated once, at 32 games: a point of the paper's curve
+    assert all((out / "published" / name).stat().st_size > 0 for name in ("boxes.png", "curves.png"))
