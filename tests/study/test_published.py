@@ -14,6 +14,7 @@ from yahtzee_lightning.game import BOX_NAMES
 from yahtzee_lightning.study.judging.published import (
     TABLE_COLUMNS,
     band,
+    engine_check,
     fill_turns,
     learning_curves,
     load_published,
@@ -232,3 +233,25 @@ def test_study_compare_writes_the_table_the_page_and_its_figures_from_a_study_fo
         assert section in page
     assert "| a2c_250k | 2 | 2 |" in page  # each seed evaluated once, at 32 games: a point of the paper's curve
     assert all((out / "published" / name).stat().st_size > 0 for name in ("boxes.png", "curves.png"))
+
+
+def test_the_engine_check_pools_each_distinct_game_set_once_against_the_published_dp_player():
+    from yahtzee_lightning.study.drawing.published import _engine_section
+
+    names = [*BOX_NAMES]
+    rows = []
+    for cell, seed, level in (("c1", 0, 1.0), ("c2", 0, 1.0), ("c1", 1, 3.0)):  # c2's seed 0: c1's games again
+        rows.append(
+            {"cell": cell, "seed": seed, "stage": "final", "status": "done", "final_seed": seed, "final_games": 100,
+             "optimal/upper_bonus_rate": level / 35, **{f"optimal/box_mean/{b}": level for b in names}}
+        )  # fmt: skip
+    published = {"dp_baseline": {"per_box": [[2.0, 4.0]] * 14 + [[254.3, 1089.5]]}}
+    check = engine_check(pd.DataFrame(rows), published)
+    assert (check["games"], check["sets"]) == (200, 2)
+    name, ours, theirs, z = check["boxes"][4]
+    assert (name, ours, theirs) == ("fives", 2.0, 2.0) and z == 0.0  # (1 + 3) / 2, not (1 + 1 + 3) / 3
+    assert check["boxes"][-1][0] == "upper_bonus" and len(check["boxes"]) == 14  # the total left out
+    check = engine_check(pd.DataFrame(rows), {"dp_baseline": {"per_box": [[1.5, 4.0]] * 15}})
+    assert check["boxes"][0][3] == pytest.approx(0.5 / math.sqrt(4.0 / 200))
+    assert "The largest |z|: 3.54" in _engine_section(check)
+    assert engine_check(pd.DataFrame(rows), {"rows": {}}) is None  # no baseline: no section

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...game import BOX_NAMES
+from ...game.rules import UPPER_BONUS
 from ..model import StudyError
 from .stats import interval, t_quantile
 
@@ -257,3 +258,27 @@ def fill_turns(ours: list[dict[str, Any]], published: dict[str, Any], rows: list
             for i, name in enumerate(BOX_NAMES)
         ]
     return out
+
+
+def engine_check(results: Any, published: dict[str, Any]) -> dict[str, Any] | None:
+    """Our optimal player's mean points per box and upper bonus, over the distinct game sets of the
+    study's final evaluations (each seed's evaluation plays the optimal player on its games; two cells'
+    seed 0 share theirs), beside the published DP player's (``dp_baseline``): per box ``(name, ours,
+    theirs, z)``, ``z`` our mean less theirs over their standard error at our number of games (their
+    variance). None without a baseline or an evaluation with the optimal player."""
+    baseline = published.get("dp_baseline", {}).get("per_box")
+    column = f"optimal/box_mean/{BOX_NAMES[0]}"
+    if not baseline or column not in results:
+        return None
+    final = results[(results["stage"] == "final") & (results["status"] == "done") & results[column].notna()]
+    games_sets = final.drop_duplicates(subset=["final_seed", "final_games"])
+    games = float(games_sets["final_games"].sum())
+    if not games:
+        return None
+    weights = games_sets["final_games"] / games
+    ours = [float((games_sets[f"optimal/box_mean/{b}"] * weights).sum()) for b in BOX_NAMES]
+    ours.append(UPPER_BONUS * float((games_sets["optimal/upper_bonus_rate"] * weights).sum()))
+    rows = []
+    for name, mine, (mean, var) in zip([*BOX_NAMES, "upper_bonus"], ours, baseline, strict=False):
+        rows.append((name, mine, float(mean), (mine - mean) / math.sqrt(var / games) if var > 0 else math.nan))
+    return {"games": int(games), "sets": len(games_sets), "boxes": rows}
