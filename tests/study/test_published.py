@@ -148,17 +148,24 @@ def test_the_page_marks_and_lists_the_boxes_outside_and_the_figure_draws_both_in
     assert legend == "95 % interval of our mean | one new run: 95 % prediction"
 
 
+def _each_refused(path, key: str, bad_values: list, message: str) -> None:
+    """Each of ``bad_values`` as row a2c_250k's ``key`` in the published file: refused in one line."""
+    data = json.loads(path.read_text())
+    for bad in bad_values:
+        data["rows"]["a2c_250k"][key] = bad
+        path.write_text(json.dumps(data))
+        with pytest.raises(StudyError, match=f"row 'a2c_250k': {key} must be {message}"):
+            load_published(path)
+
+
 def test_a_published_curve_must_be_increasing_games_with_finite_means(tmp_path):
     path = _published(tmp_path)
     data = json.loads(path.read_text())
     data["rows"]["a2c_250k"]["curve"] = [[2500, 160.0], [5000, 180.0]]
     path.write_text(json.dumps(data))
     assert load_published(path)["rows"]["a2c_250k"]["curve"][1] == [5000, 180.0]
-    for bad in ([[5000, 180.0], [2500, 160.0]], [[0, 1.0]], [[2500, "x"]], [], [[2500, 1.0, 2.0]]):
-        data["rows"]["a2c_250k"]["curve"] = bad
-        path.write_text(json.dumps(data))
-        with pytest.raises(StudyError, match="row 'a2c_250k': curve must be \\[games, mean score\\] pairs"):
-            load_published(path)
+    bad = [[[5000, 180.0], [2500, 160.0]], [[0, 1.0]], [[2500, "x"]], [], [[2500, 1.0, 2.0]]]
+    _each_refused(path, "curve", bad, "\\[games, mean score\\] pairs")
 
 
 def test_our_evaluations_are_set_beside_the_papers_curve_at_the_same_games(tmp_path):
@@ -203,11 +210,7 @@ def test_the_median_fill_turn_counts_the_first_turn_as_one_as_the_published_logs
     assert list(turns) == ["a2c_250k"]  # ppo_50k has no published fill turns
     assert turns["a2c_250k"][0] == ("ones", 1.5, 1.0) and turns["a2c_250k"][12] == ("chance", 13.5, 13.0)
     assert "| ones | 1.5 / 1.0 |" in _fill_section(turns)
-    for bad in ([0.0] * 13, [1.0] * 12, ["x"] * 13):
-        data["rows"]["a2c_250k"]["fill_turn"] = bad
-        path.write_text(json.dumps(data))
-        with pytest.raises(StudyError, match="row 'a2c_250k': fill_turn must be 13 median turns, each in 1..13"):
-            load_published(path)
+    _each_refused(path, "fill_turn", [[0.0] * 13, [1.0] * 12, ["x"] * 13], "13 median turns, each in 1..13")
 
 
 @pytest.mark.slow("trains a tiny study of two runs, each with its final evaluation against the exact table: about 20 s")
