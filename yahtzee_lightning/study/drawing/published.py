@@ -66,7 +66,6 @@ def draw_box_differences(boxes: dict[str, list[BoxGap]], path: Path) -> None:
         names = [gap.name for gap in per_box]
         diffs = [gap.band.mean - gap.paper for gap in per_box]
         y = range(len(names))
-
         colors = ["tab:blue" if d >= 0 else "tab:red" for d in diffs]
         ax.barh(y, diffs, xerr=_errors(per_box, "low", "high"), color=colors, capsize=2)
         ax.errorbar(

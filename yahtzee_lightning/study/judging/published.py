@@ -78,10 +78,7 @@ def load_published(path: str | Path) -> dict[str, Any]:
             missing = [k for k, *_ in QUANTITIES if not isinstance(row.get(k), (int, float))]
             if missing or len(row.get("per_box", [])) != len(BOX_NAMES) + 2:
                 raise StudyError(f"{path}: row {name!r} lacks {missing or 'per_box (13 boxes, bonus, total)'}")
-            turns = row.get("fill_turn", [1] * len(BOX_NAMES))
-            if not (isinstance(turns, list) and len(turns) == len(BOX_NAMES)) or not all(
-                isinstance(t, (int, float)) and 1 <= t <= len(BOX_NAMES) for t in turns
-            ):
+            if "fill_turn" in row and not _is_fill_turns(row["fill_turn"]):
                 raise StudyError(f"{path}: row {name!r}: fill_turn must be 13 median turns, each in 1..13")
             if "curve" in row and not _is_curve(row["curve"]):
                 raise StudyError(
@@ -92,6 +89,14 @@ def load_published(path: str | Path) -> dict[str, Any]:
             raise
         raise StudyError(f"{path}: not a file of published rows ({type(e).__name__}: {e})") from e
     return data
+
+
+def _is_fill_turns(turns: Any) -> bool:
+    """13 median turns, each in 1..13 (the published logs count the first turn as 1)."""
+    n = len(BOX_NAMES)
+    return (
+        isinstance(turns, list) and len(turns) == n and all(isinstance(t, (int, float)) and 1 <= t <= n for t in turns)
+    )
 
 
 def _is_curve(curve: Any) -> bool:
