@@ -142,6 +142,13 @@ def test_a_claim_confirmed_below_the_papers_scale_says_at_which_and_one_about_th
     assert judged == {"H1": "confirmed at this scale (128 x 2, 500,000 games)", "H11": hypotheses.NOT_TESTABLE}
     judged = {j.hypothesis.id: j.verdict for j in hypotheses.judge(_context(cells, hyps))}  # the paper's size
     assert judged == {"H1": hypotheses.CONFIRMED, "H11": hypotheses.CONTRADICTED}
+    # The published code's network (trunk 600 x 2, a 600-unit layer in each head) at 250,000 games
+    code = (250_000, {"model.init_args.d_h": 600, "model.init_args.n_layers": 2, "model.init_args.head_hidden": 600})
+    judged = {j.hypothesis.id: j.verdict for j in hypotheses.judge(_context(cells, hyps, size=code))}
+    assert judged["H1"] == "confirmed at this scale (the paper's network, 250,000 games)"
+    wide = (1_000_000, {"model.init_args.d_h": 600, "model.init_args.n_layers": 1, "model.init_args.head_hidden": 600})
+    judged = {j.hypothesis.id: j.verdict for j in hypotheses.judge(_context(cells, hyps, size=wide))}
+    assert judged["H1"] == "confirmed at this scale (600 x 1, 1,000,000 games)"  # one layer fewer than the paper's
 
 
 def test_a_two_axis_ablation_is_analysed_as_a_factorial():
@@ -232,15 +239,29 @@ def test_the_reports_first_lines_say_where_the_network_and_budget_are_smaller_th
     from yahtzee_lightning.study.model import Cell
 
     conf = Path(__file__).resolve().parents[2] / "conf"
+
+    def line(cells: dict) -> str:
+        return setting_lines(SimpleNamespace(study=SimpleNamespace(cells=cells)))[0]
+
     small = {"model.init_args.d_h": 128, "model.init_args.n_layers": 2}
     cells = {
         f"c{i}": Cell(f"c{i}", str(conf / name), small, total_games=500_000)
         for i, name in enumerate(("reinforce.yaml", "a2c.yaml", "ppo.yaml"))
     }
-    (line, _) = setting_lines(SimpleNamespace(study=SimpleNamespace(cells=cells)))
-    assert "trunk 128 x 2, 500,000 games a run" in line and "smaller than the paper's, the same for every cell" in line
-    paper = {k: Cell(k, c.base, {}, total_games=1_000_000) for k, c in cells.items()}  # the configs' own 600 x 3
-    assert "as in the paper" in setting_lines(SimpleNamespace(study=SimpleNamespace(cells=paper)))[0]
+    text = line(cells)
+    assert "trunk 128 x 2 with 256-unit head layers: smaller than the paper's (trunk 600 x 2" in text
+    assert "the same for every cell" in text and "Budget: 500,000 games a run" in text and "): fewer.**" in text
+    # The drafts' reading of "600 x 3" (a trunk of three, 256-unit heads) has more layers than the code's
+    drafts = {k: Cell(k, c.base, {}, total_games=1_000_000) for k, c in cells.items()}
+    assert "as large as the paper's" in line(drafts) and "fewer" not in line(drafts)
+    # The published code's recipes: its network exactly, at its rows' budgets
+    paper = {
+        f"p{i}": Cell(f"p{i}", str(conf / "paper" / name), {}, total_games=games)
+        for i, (name, games) in enumerate((("a2c_250k.yaml", 250_000), ("a2c_1m.yaml", 1_000_000)))
+    }
+    text = line(paper)
+    assert text.startswith("**Networks of the full-game cells: the paper's network, trunk 600 x 2 and a 600-unit")
+    assert "smaller" not in text and "250,000 / 1,000,000 games a run" in text and "fewer in some cells" in text
 
 
 def test_an_axis_of_two_values_gets_its_upper_bonus_rate_compared_beside_its_ranked_scores():

@@ -47,3 +47,11 @@ def test_t1_over_every_ablation_adds_nothing():
     ablations = {"ppo_lambda": ["ppo", "ppo_half"]}
     rows = [(s.cell, picked) for s, picked in summary_agents(_ctx(means, ablations), ["ppo_lambda"])]
     assert rows == [("ppo_half", "best of 2 cells, after the fact")]
+
+
+def test_a_cell_without_a_finished_member_is_not_a_rival_it_was_picked_from():
+    # a running study: the 1 M cell has only its pending row (no score yet)
+    means = {"a2c_250k": ("A2C", 0.0, [229.7, 226.3, 225.4]), "a2c_1m": ("A2C", 0.0, [float("nan")])}
+    ablations = {"table": ["a2c_250k"], "long": ["a2c_1m"]}
+    rows = [(s.cell, picked) for s, picked in summary_agents(_ctx(means, ablations), ["table", "long"])]
+    assert rows == [("a2c_250k", "the only cell")]

@@ -282,8 +282,10 @@ def agents(ctx: Context, ablations: list[str]) -> list[Series]:
         cell = ctx.study.cells[s.cell]
         mean = stat(s.finals["mean_score"], "mean_score").mean
         key = (cell.algorithm, cell.task, cell.start_from or "")  # a chain: its own row
+        if math.isnan(mean):  # no finished member yet (a running study): not a rival it was picked from
+            continue
         rivals[key] = rivals.get(key, 0) + 1
-        if not math.isnan(mean) and (key not in best or mean > best[key][0]):
+        if key not in best or mean > best[key][0]:
             best[key] = (mean, s)
     out = []
     for key, (_, s) in sorted(best.items()):

@@ -6,8 +6,8 @@ A hypothesis compares a cell (by its label) with another cell (Welch's t-test ov
 games (a paired t-test of the per-seed differences), or with a number (a one-sample t-test). Every p
 is two-sided; Holm's step-down adjustment holds the family-wise error at 5 % across the study's
 hypotheses. Verdicts: ``confirmed`` (adjusted p < 0.05, the predicted sign; ``confirmed at this scale
-(128 x 2, 500,000 games)`` where the cell is smaller than the paper's agent, 600 x 3 at 1,000,000
-games), ``contradicted`` (the other sign, or a difference where the claim is a value; ``not testable
+(128 x 2, 500,000 games)`` where the cell is smaller than the paper's agent, its 600 x 3 network at
+1,000,000 games: scale.py), ``contradicted`` (the other sign, or a difference where the claim is a value; ``not testable
 at this scale`` for a claim about the paper's agent, ``scale: paper``, judged on a smaller cell),
 else ``not resolved at this n``.
 """
@@ -22,12 +22,12 @@ import pandas as pd
 from ..hypothesis_file import Hypothesis, cell_label, earlier_folder
 from ..results import load_plan, load_table
 from .context import Context, bounds
+from .scale import PAPER_GAMES, Network, network_of, smaller_network
 from .stats import Comparison, against, holm, paired, spread, welch
 
 ALPHA = 0.05
 CONFIRMED, CONTRADICTED, UNRESOLVED = "confirmed", "contradicted", "not resolved at this n"
 NOT_TESTABLE = "not testable at this scale"
-PAPER_WIDTH, PAPER_DEPTH, PAPER_GAMES = 600, 3, 1_000_000
 
 
 @dataclass
@@ -101,26 +101,24 @@ def judge(ctx: Context) -> list[Judged]:
     return judged
 
 
-def _size(ctx: Context, h: Hypothesis) -> tuple[int, int, int]:
-    """The hypothesis's cell's trunk width, depth and training games."""
+def _size(ctx: Context, h: Hypothesis) -> tuple[Network | None, int]:
+    """The hypothesis's cell's network (None where its config names none) and training games."""
     ab = ctx.study.ablations[h.ablation]
     cell_id = next(c for c, labels in ab.cells if cell_label(labels) == h.compare[0])
     cell = ctx.study.cells[cell_id]
-    o = cell.overrides
-    width, depth = int(o.get("model.init_args.d_h", PAPER_WIDTH)), int(o.get("model.init_args.n_layers", PAPER_DEPTH))
-    return width, depth, cell.total_games
+    return network_of(cell), cell.total_games
 
 
 def below_paper_scale(ctx: Context, h: Hypothesis) -> bool:
     """Whether the hypothesis's cell is smaller than the paper's agent (width, depth or budget)."""
-    width, depth, games = _size(ctx, h)
-    return games < PAPER_GAMES or width < PAPER_WIDTH or depth < PAPER_DEPTH
+    net, games = _size(ctx, h)
+    return games < PAPER_GAMES or (net is not None and smaller_network(net))
 
 
 def scale_of(ctx: Context, h: Hypothesis) -> str:
     """The hypothesis's cell's size as a verdict names it: ``128 x 2, 500,000 games``."""
-    width, depth, games = _size(ctx, h)
-    return f"{width} x {depth}, {games:,} games"
+    net, games = _size(ctx, h)
+    return f"{net.label()}, {games:,} games" if net is not None else f"{games:,} games"
 
 
 def scaled(c: Comparison, metric: str) -> Comparison:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import calendar
 import time
-from pathlib import Path
 
-from ..fit_config import compose
 from ..records import git
 from .context import Context
+from .scale import PAPER_GAMES, PAPER_NETWORK, PAPER_TEXT, network_of, smaller_network
 
 #: Commits that changed what a run learns: runs trained before one of them are named in the report.
 RESULT_CHANGES = {
@@ -67,27 +66,31 @@ def provenance_lines(runs: list[dict]) -> list[str]:
 
 
 def setting_lines(ctx: Context) -> list[str]:
-    """The report's first lines: the networks and budget the full-game cells trained with, so that a
-    reader sees at once where they differ from the paper's (600 x 3 networks, 1,000,000 games a run)."""
-    shapes, budgets = set(), set()
+    """The report's first lines: the networks and budgets the full-game cells trained with, so that a
+    reader sees at once where they differ from the paper's agent (scale.py: its 600 x 3, 1,000,000 games)."""
+    nets, budgets = set(), set()
     for cell in ctx.study.cells.values():
-        base = Path(cell.base)  # a study run elsewhere: its overrides alone (where the profile sets the shape)
-        config = compose(base.read_text() if base.is_file() else "{}", cell.overrides)
-        args = (config.get("model") or {}).get("init_args") or {}
-        if cell.task == "full_game" and "d_h" in args:
-            shapes.add((int(args["d_h"]), int(args.get("n_layers", 0))))
+        net = network_of(cell) if cell.task == "full_game" else None
+        if net is not None:
+            nets.add(net)
             budgets.add(cell.total_games)
-    if not shapes:
+    if not nets:
         return []
-    same = "the same for every cell" if len(shapes) == 1 else "varied only where an ablation varies them"
-    paper = shapes == {(600, 3)} and budgets == {1_000_000}
-    text = (
-        f"**Networks and budget of the full-game cells: trunk {' / '.join(f'{w} x {d}' for w, d in sorted(shapes))}, "
-        f"{' / '.join(f'{b:,}' for b in sorted(budgets))} games a run"
-        + (
-            ", as in the paper.**"
-            if paper
-            else f" (the paper: 600 x 3, 1,000,000 games): smaller than the paper's, {same}.**"
-        )
-    )
-    return [text, ""]
+    smaller = [smaller_network(n) for n in nets]
+    if all(n == PAPER_NETWORK for n in nets):
+        size = ""
+    elif all(smaller):
+        size = f": smaller than the paper's ({PAPER_TEXT})"
+    elif any(smaller):
+        size = f": smaller than the paper's ({PAPER_TEXT}) in some cells"
+    else:
+        size = f": as large as the paper's ({PAPER_TEXT}) or larger"
+    same = "the same for every cell" if len(nets) == 1 else "varied only where an ablation varies them"
+    shapes = " / ".join(n.text() for n in sorted(nets, key=lambda n: (n.width, n.trunk, n.head)))
+    games = " / ".join(f"{b:,}" for b in sorted(budgets))
+    fewer = "" if min(budgets) >= PAPER_GAMES else ": fewer" if max(budgets) < PAPER_GAMES else ": fewer in some cells"
+    return [
+        f"**Networks of the full-game cells: {shapes}{size}, {same}. "
+        f"Budget: {games} games a run (the paper's best agent: {PAPER_GAMES:,}){fewer}.**",
+        "",
+    ]
