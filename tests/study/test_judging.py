@@ -249,7 +249,7 @@ def test_the_reports_first_lines_say_where_the_network_and_budget_are_smaller_th
         for i, name in enumerate(("reinforce.yaml", "a2c.yaml", "ppo.yaml"))
     }
     text = line(cells)
-    assert "trunk 128 x 2 with 256-unit head layers: smaller than the paper's (trunk 600 x 2" in text
+    assert "trunk 128 x 2 with 256-unit head layers: smaller than the paper's (its code's 600 x 3:" in text
     assert "the same for every cell" in text and "Budget: 500,000 games a run" in text and "): fewer.**" in text
     # The drafts' reading of "600 x 3" (a trunk of three, 256-unit heads) has more layers than the code's
     drafts = {k: Cell(k, c.base, {}, total_games=1_000_000) for k, c in cells.items()}
@@ -260,7 +260,7 @@ def test_the_reports_first_lines_say_where_the_network_and_budget_are_smaller_th
         for i, (name, games) in enumerate((("a2c_250k.yaml", 250_000), ("a2c_1m.yaml", 1_000_000)))
     }
     text = line(paper)
-    assert text.startswith("**Networks of the full-game cells: the paper's network, trunk 600 x 2 and a 600-unit")
+    assert text.startswith("**Networks of the full-game cells: the paper's network (its code's 600 x 3: trunk 600 x 2")
     assert "smaller" not in text and "250,000 / 1,000,000 games a run" in text and "fewer in some cells" in text
 
 

@@ -31,14 +31,14 @@ class Network:
     def text(self) -> str:
         """The report's words for it: the trunk and the heads' layer."""
         if self == PAPER_NETWORK:
-            return f"the paper's network, {PAPER_TEXT}"
+            return f"the paper's network ({PAPER_TEXT})"
         heads = f" with {self.head}-unit head layers" if self.head else ""
         return f"trunk {self.width} x {self.trunk}{heads}"
 
 
 #: The paper's agent as its code builds it, and the budget of its headline agent (its best A2C).
 PAPER_NETWORK, PAPER_GAMES = Network(600, 2, 600), 1_000_000
-PAPER_TEXT = "trunk 600 x 2 and a 600-unit layer in each head (its code's 600 x 3)"
+PAPER_TEXT = "its code's 600 x 3: trunk 600 x 2 and a 600-unit layer in each head"
 
 
 def network_of(cell: Any) -> Network | None:
