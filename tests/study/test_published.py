@@ -183,9 +183,12 @@ def test_our_evaluations_are_set_beside_the_papers_curve_at_the_same_games(tmp_p
     assert list(curves) == ["a2c_250k"]  # ppo_50k has no published curve
     c = curves["a2c_250k"]
     assert c["ours"] == {0: [(10_000.0, 152.0), (20_000.0, 175.0)], 1: [(10_000.0, 146.0), (15_000.0, 160.0)]}
-    assert sorted(c["matched"]) == [-4.0, 2.0, 5.0]  # 15,000 games: no point of the paper's there
+    assert sorted(d for _, d in c["matched"]) == [-4.0, 2.0, 5.0]  # 15,000 games: no point of the paper's there
     section = _curves_section(curves)
-    assert "| a2c_250k | 2 | 3 | +1.0 |" in section and "![learning curves](curves.png)" in section
+    # by quarter of the paper's 30,000 games: none up to 7,500; 10,000 (+2, -4); 20,000 (+5); none after 22,500
+    assert (
+        "| a2c_250k | 2 | 3 | +1.0 | - / -1.0 / +5.0 / - |" in section and "![learning curves](curves.png)" in section
+    )
     draw_learning_curves(curves, tmp_path / "curves.png")
     from PIL import Image
 

@@ -175,13 +175,20 @@ def _curves_section(curves: dict[str, dict]) -> str:
         "same way), for the rows whose curve it published; our seeds still training are drawn as far as they "
         "have come.",
         "",
-        "| row | our seeds | our evaluations at the paper's points | ours - paper, mean over them |",
-        "|---|---:|---:|---:|",
+        "| row | our seeds | our evaluations at the paper's points | ours - paper, mean over them "
+        "| the same by quarter of training |",
+        "|---|---:|---:|---:|---:|",
     ]
     for row, c in curves.items():
         m = c["matched"]
-        diff = f"{sum(m) / len(m):+.1f}" if m else "-"
-        lines.append(f"| {row} | {len(c['ours'])} | {len(m)} | {diff} |")
+        end = max(g for g, _ in c["paper"])  # where the gap opens: each quarter of the paper's run
+
+        def mean(diffs: list[float]) -> str:
+            return f"{sum(diffs) / len(diffs):+.1f}" if diffs else "-"
+
+        quarters = [[d for g, d in m if q * end / 4 < g <= (q + 1) * end / 4] for q in range(4)]
+        by_quarter = " / ".join(mean(q) for q in quarters)
+        lines.append(f"| {row} | {len(c['ours'])} | {len(m)} | {mean([d for _, d in m])} | {by_quarter} |")
     lines += [
         "",
         "Descriptive only: each difference is of two 1,000-game means (a standard error of about 2-3 points), "

@@ -233,7 +233,8 @@ def learning_curves(
 ) -> dict[str, dict[str, Any]]:
     """Per row whose published file has a ``curve``: the paper's ``[games, mean]`` points and each of our
     seeds' evaluations during training (finished or not), ``{seed: [(games, mean), ...]}``; and
-    ``matched``: our evaluations at games where the paper's curve has a point, ours minus the paper's."""
+    ``matched``: our evaluations at games where the paper's curve has a point, ``(games, ours minus the
+    paper's)``."""
     evals = results[(results["stage"] == "eval") & results["cell"].isin(cells)]
     out = {}
     for row in rows:
@@ -244,7 +245,7 @@ def learning_curves(
         seeds: dict[int, list[tuple[float, float]]] = {}
         for _, r in evals[evals["cell"].map(cells) == row].sort_values(["seed", "games"]).iterrows():
             seeds.setdefault(int(r["seed"]), []).append((float(r["games"]), float(r["mean_score"])))
-        matched = [m - paper[int(g)] for points in seeds.values() for g, m in points if int(g) in paper]
+        matched = [(g, m - paper[int(g)]) for points in seeds.values() for g, m in points if int(g) in paper]
         out[row] = {"paper": [(float(g), m) for g, m in paper.items()], "ours": seeds, "matched": matched}
     return out
 
