@@ -179,13 +179,13 @@ def _curves_section(curves: dict[str, dict]) -> str:
         "| the same by quarter of training |",
         "|---|---:|---:|---:|---:|",
     ]
+
+    def mean(diffs: list[float]) -> str:
+        return f"{sum(diffs) / len(diffs):+.1f}" if diffs else "-"
+
     for row, c in curves.items():
         m = c["matched"]
         end = max(g for g, _ in c["paper"])  # where the gap opens: each quarter of the paper's run
-
-        def mean(diffs: list[float]) -> str:
-            return f"{sum(diffs) / len(diffs):+.1f}" if diffs else "-"
-
         quarters = [[d for g, d in m if q * end / 4 < g <= (q + 1) * end / 4] for q in range(4)]
         by_quarter = " / ".join(mean(q) for q in quarters)
         lines.append(f"| {row} | {len(c['ours'])} | {len(m)} | {mean([d for _, d in m])} | {by_quarter} |")

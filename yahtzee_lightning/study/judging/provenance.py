@@ -86,7 +86,7 @@ def setting_lines(ctx: Context) -> list[str]:
     else:
         size = f": as large as the paper's ({PAPER_TEXT}) or larger"
     same = "the same for every cell" if len(nets) == 1 else "varied only where an ablation varies them"
-    shapes = " / ".join(n.text() for n in sorted(nets, key=lambda n: (n.width, n.trunk, n.head)))
+    shapes = " / ".join(n.text() for n in sorted(nets))
     games = " / ".join(f"{b:,}" for b in sorted(budgets))
     fewer = "" if min(budgets) >= PAPER_GAMES else ": fewer" if max(budgets) < PAPER_GAMES else ": fewer in some cells"
     return [

@@ -14,7 +14,7 @@ from typing import Any
 from ..fit_config import compose
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class Network:
     width: int  # d_h
     trunk: int  # n_layers
