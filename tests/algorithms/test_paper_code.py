@@ -244,6 +244,63 @@ def test_gamma_anneals_over_its_period_and_the_warm_up_starts_at_its_floor():
     assert lr_factor(1.0, 0.05, 0.7, 0.05, start=0.05) == pytest.approx(0.05)
 
 
+@pytest.mark.parametrize("manual", [False, True])
+def test_lightning_steps_a_configured_scheduler_only_under_automatic_optimisation(manual):
+    """The fact ``lr_schedule: unstepped`` reproduces: the published code's PPO turns automatic
+    optimisation off and returns a per-epoch ``LambdaLR`` that it never steps itself."""
+    import lightning as L
+
+    class Module(L.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net, self.automatic_optimization, self.rates = torch.nn.Linear(2, 1), not manual, []
+
+        def training_step(self, batch, batch_idx):
+            opt = self.optimizers()
+            self.rates.append(opt.param_groups[0]["lr"])
+            loss = self.net(batch[0]).pow(2).mean()
+            if manual:
+                opt.zero_grad()
+                self.manual_backward(loss)
+                opt.step()
+            return loss
+
+        def configure_optimizers(self):
+            opt = torch.optim.Adam(self.parameters(), lr=1e-3)
+            warm = torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 0.05 + 0.95 * min(epoch / 3, 1.0))
+            return {"optimizer": opt, "lr_scheduler": {"scheduler": warm, "frequency": 1}}
+
+    data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(4, 2)), batch_size=4)
+    module = Module()
+    L.Trainer(
+        max_epochs=5, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False
+    ).fit(module, data)
+    assert module.rates[0] == pytest.approx(5e-5)  # the schedule's first value, set when it is built
+    assert module.rates[-1] == pytest.approx(5e-5 if manual else 1e-3)
+
+
+@pytest.mark.parametrize("schedule", ["stepped", "unstepped"])
+def test_an_unstepped_schedule_holds_the_learning_rate_at_its_first_value(schedule):
+    """``lr_schedule: unstepped`` (the published code's PPO: Lightning never steps a scheduler under
+    manual optimisation): every update at ``warmup_start * lr``; stepped, the warm-up moves it."""
+    rates = []
+
+    class Probe(PPO):
+        def update(self, batch, coefs):
+            rates.append(self.optimizers().optimizer.param_groups[0]["lr"])
+            return super().update(batch, coefs)
+
+    settings = {"lr": 1e-3, "warmup_start": 0.05, "r_alpha": 0.05, "warmup": 0.5, "hold": 0.25}
+    model = Probe(**TINY, **settings, lr_schedule=schedule, total_games=16, games_per_batch=4, epochs=1)
+    fit_quietly(model)
+    assert len(rates) == 4 and rates[0] == pytest.approx(5e-5)
+    if schedule == "unstepped":
+        assert rates == pytest.approx([5e-5] * 4) and model.lr_at(0.9) == pytest.approx(5e-5)
+    else:
+        assert rates[1] == pytest.approx(1e-3 * lr_factor(0.25, 0.5, 0.25, 0.05, start=0.05))
+        assert model.lr_at(1.0) == pytest.approx(5e-5) and model.lr_at(0.6) == pytest.approx(1e-3)
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
@@ -254,6 +311,7 @@ def test_gamma_anneals_over_its_period_and_the_warm_up_starts_at_its_floor():
         ({"warmup_start": -0.1}, "warmup_start must be in"),
         ({"features": ["dice_onehot", "upper_score_head"]}, "unknown features \\['upper_score_head'\\]"),
         ({"replay_dropout": "no"}, "replay_dropout must be true or false, got 'no'"),
+        ({"lr_schedule": "frozen"}, "lr_schedule must be one of \\('stepped', 'unstepped'\\), got 'frozen'"),
         ({"play_ahead": True, "ensemble": 2}, "play_ahead: True \\(an ablation of the published code's handling\\)"),
     ],
 )

@@ -45,7 +45,7 @@ from ..loop.settings import Settings
 from ..machine import apply_thread_rule
 from ..metrics import action_counts, mask_diversity, masked_mean, top_k_share
 from ..nn import DROPOUT_MASK, LOG_PROB
-from ..schedules import lr_factor
+from ..schedules import run_lr_factor
 from ..solver import TurnOracle
 from .policy_gradient import PolicyGradient, read_stats
 
@@ -67,10 +67,11 @@ class OnPolicyAlgorithm(
     head held at their max for ``entropy_hold`` of training then annealed to their min over
     ``entropy_anneal``; discount from ``gamma_min`` to ``gamma_max`` over the first ``gamma_anneal`` of
     training, then held; the learning rate's warm-up starts at ``warmup_start * lr`` (the published
-    code starts it at its floor). ``upper_score_weight``: the weight of an upper-score regression
-    head's loss (> 0 builds the head: it predicts each game's final upper sum); ``upper_shaping``:
-    the weight of potential-based reward shaping on that head's prediction (needs the head; see
-    ``rewards``). ``replay_dropout`` (default on): the update replays the dropout masks each step
+    code starts it at its floor); ``lr_schedule: unstepped`` holds the rate at that first value all
+    run (the published code's PPO never stepped its schedule). ``upper_score_weight``: the weight of
+    an upper-score regression head's loss (> 0 builds the head: it predicts each game's final upper
+    sum); ``upper_shaping``: the weight of potential-based reward shaping on that head's prediction
+    (needs the head; see ``rewards``). ``replay_dropout`` (default on): the update replays the dropout masks each step
     was played under, so that it learns the policy that acted; off, it draws fresh masks (the
     published code's handling, for an ablation). ``play_ahead`` (default off): on, each batch is
     played one update before it is learnt from, as the published code's prefetching data loader
@@ -137,6 +138,7 @@ class OnPolicyAlgorithm(
         gamma_max: float = 0.99,
         gamma_anneal: float = 1.0,
         warmup_start: float = 0.0,
+        lr_schedule: str = "stepped",
         upper_score_weight: float = 0.0,
         upper_shaping: float = 0.0,
         replay_dropout: bool = True,
@@ -261,7 +263,7 @@ class OnPolicyAlgorithm(
         opt = torch.optim.Adam(groups, lr=h.lr, **kernel)
 
         def factor(step: int) -> float:
-            return lr_factor(step / self.total_updates, h.warmup, h.hold, h.r_alpha, h.get("warmup_start", 0.0))
+            return run_lr_factor(h, step / self.total_updates)
 
         return {"optimizer": opt, "lr_scheduler": torch.optim.lr_scheduler.LambdaLR(opt, factor)}
 

@@ -15,7 +15,7 @@ import torch
 from .. import shipped
 from ..game import Rules
 from ..nn import PolicyValueNet, transfer_weights
-from ..schedules import anneal, lr_factor
+from ..schedules import LR_SCHEDULES, anneal, run_lr_factor
 from ..untrusted import check_count
 
 
@@ -47,6 +47,7 @@ class Settings:
             ("capture", CAPTURES),
         ):
             need(h[name] in options, name, f"one of {options}")
+        need(h.get("lr_schedule", "stepped") in LR_SCHEDULES, "lr_schedule", f"one of {LR_SCHEDULES}")
         for name in ("total_games", "games_per_batch", "evaluations", "eval_games", "top_k", "n_players", "log_every"):
             need(isinstance(h[name], int) and h[name] >= 1, name, "an integer >= 1")
         need(isinstance(h.final_eval_games, int) and h.final_eval_games >= 0, "final_eval_games", ">= 0 (0: none)")
@@ -206,7 +207,7 @@ class Settings:
     def lr_at(self, progress: float) -> float:
         """The learning rate at ``progress``: ``lr`` on its warm-up / hold / decay schedule."""
         h = self.hparams
-        return h.lr * lr_factor(progress, h.warmup, h.hold, h.r_alpha, h.get("warmup_start", 0.0))
+        return h.lr * run_lr_factor(h, progress)
 
     def gamma(self, progress: float | None = None) -> float:
         """The discount at ``progress`` (default: now; given, it saves a read of the update counter)."""
