@@ -18,11 +18,13 @@ from yahtzee_lightning.study.judging.published import (
     fill_turns,
     learning_curves,
     load_published,
+    matched_arms,
     matched_rows,
     paper_lines,
     per_box_differences,
     seed_lines,
     side_by_side,
+    with_arms,
     write_table,
 )
 from yahtzee_lightning.study.model import StudyError
@@ -86,6 +88,38 @@ def test_table_csv_holds_each_seed_then_the_papers_line_per_row(tmp_path):
     assert float(lines[0]["variance"]) == 2500.0 and lines[3]["mean"] == "230.38"
     side = {s["quantity"]: s for s in side_by_side(ours, published, ["a2c_250k"])}
     assert side["mean"]["holds"] is False and side["mean"]["band"].n == 3
+
+
+def test_an_ablations_other_arm_stands_beside_its_rows_numbers_with_the_arms_value_as_a_suffix(tmp_path):
+    published = load_published(_published(tmp_path))
+    study = SimpleNamespace(
+        name="t",
+        ablations={
+            "table": SimpleNamespace(cells=[("c1", {"row": "ppo_50k"}), ("c2", {"row": "a2c_250k"})]),
+            "lr": SimpleNamespace(cells=[("c1", {"lr_schedule": "stepped"}), ("c3", {"lr_schedule": "unstepped"})]),
+            "of_two_rows": SimpleNamespace(cells=[("c1", {"x": "a"}), ("c2", {"x": "b"}), ("c4", {"x": "c"})]),
+            "two_axes": SimpleNamespace(cells=[("c1", {"a": "1", "b": "1"}), ("c5", {"a": "2", "b": "1"})]),
+        },
+    )
+    cells = matched_rows(study, published)
+    arms = matched_arms(study, cells)
+    assert arms == {"c3": ("ppo_50k_unstepped", "ppo_50k")}  # one row, one axis: an arm; else none
+    both = with_arms(published, arms)
+    assert (
+        both["rows"]["ppo_50k_unstepped"] is published["rows"]["ppo_50k"]
+        and "ppo_50k_unstepped" not in published["rows"]
+    )
+    ours = seed_lines(
+        _results({"c1": [210.0, 211.0], "c3": [229.0, 231.0, 230.0]}), cells | {"c3": "ppo_50k_unstepped"}
+    )
+    write_table(tmp_path / "table.csv", ours, paper_lines(both, ["ppo_50k", "a2c_250k"]))
+    with (tmp_path / "table.csv").open() as f:
+        lines = [(line["row"], line["seed"]) for line in csv.DictReader(f)]
+    assert lines == [("ppo_50k", "0"), ("ppo_50k", "1"), ("ppo_50k", "paper"), ("a2c_250k", "paper")] + [
+        ("ppo_50k_unstepped", s) for s in ("0", "1", "2")
+    ]  # the arm's seeds after the paper's rows, with no paper line of their own
+    side = {(x["row"], x["quantity"]): x for x in side_by_side(ours, both, ["ppo_50k", "ppo_50k_unstepped"])}
+    assert side["ppo_50k", "mean"]["holds"] is False and side["ppo_50k_unstepped", "mean"]["holds"] is True
 
 
 def test_a_published_file_that_lacks_a_column_or_a_study_without_rows_is_refused_in_one_line(tmp_path):
@@ -216,16 +250,24 @@ def test_the_median_fill_turn_counts_the_first_turn_as_one_as_the_published_logs
     _each_refused(path, "fill_turn", [[0.0] * 13, [1.0] * 12, ["x"] * 13], "13 median turns, each in 1..13")
 
 
-@pytest.mark.slow("trains a tiny study of two runs, each with its final evaluation against the exact table: about 20 s")
+@pytest.mark.slow(
+    "trains a tiny study of four runs, each with its final evaluation against the exact table: about 30 s"
+)
 def test_study_compare_writes_the_table_the_page_and_its_figures_from_a_study_folder(tmp_path):
-    """The verb end to end on a finished (tiny) study whose cell carries a ``row`` label."""
+    """The verb end to end on a finished (tiny) study whose cell carries a ``row`` label, and an
+    ablation of that cell whose other arm stands beside the row's numbers."""
     from tiny_study import ROOT as REPO
     from tiny_study import build_study
 
     from yahtzee_lightning.commands.study import main
 
     base = str(REPO / "conf" / "reinforce_cpu.yaml")
-    out = build_study(tmp_path, {"table": {"base": base, "axes": {"row": {"a2c_250k": {"config": base}}}}}, False)
+    arms = {"stepped": {"config": base}, "unstepped": {"config": base, "model.init_args.lr_schedule": "unstepped"}}
+    ablations = {
+        "table": {"base": base, "axes": {"row": {"a2c_250k": {"config": base}}}},
+        "lr": {"base": base, "axes": {"lr_schedule": arms}},
+    }
+    out = build_study(tmp_path, ablations, False)
     path = _published(tmp_path)
     data = json.loads(path.read_text())
     data["rows"]["a2c_250k"] |= {"curve": [[16, 10.0], [32, 20.0]], "fill_turn": [7.0] * 13}
@@ -233,11 +275,16 @@ def test_study_compare_writes_the_table_the_page_and_its_figures_from_a_study_fo
     assert main(["compare", str(out), "--published", str(path)]) == 0
     with (out / "table.csv").open() as f:
         lines = [(line["row"], line["seed"]) for line in csv.DictReader(f)]
-    assert lines == [("a2c_250k", "0"), ("a2c_250k", "1"), ("a2c_250k", "paper")]  # rows the study has
+    assert lines == [("a2c_250k", "0"), ("a2c_250k", "1"), ("a2c_250k", "paper")] + [
+        ("a2c_250k_unstepped", "0"),
+        ("a2c_250k_unstepped", "1"),
+    ]  # rows the study has, then the arm (the stepped arm is the row's own cell: trained once)
     page = (out / "published" / "index.md").read_text()
+    assert "`a2c_250k_unstepped` (a2c_250k's recipe" in page and "| a2c_250k_unstepped | mean | 230.38 |" in page
     for section in ("## Per box", "## When each box is filled", "## Learning curves"):
         assert section in page
     assert "| a2c_250k | 2 | 2 |" in page  # each seed evaluated once, at 32 games: a point of the paper's curve
+    assert "| a2c_250k_unstepped | 2 | 2 |" in page  # the arm beside the same curve
     assert all((out / "published" / name).stat().st_size > 0 for name in ("boxes.png", "curves.png"))
 
 

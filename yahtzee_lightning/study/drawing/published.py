@@ -13,11 +13,13 @@ from ..judging.published import (
     fill_turns,
     learning_curves,
     load_published,
+    matched_arms,
     matched_rows,
     paper_lines,
     per_box_differences,
     seed_lines,
     side_by_side,
+    with_arms,
     write_table,
 )
 from ..ownership import locked
@@ -35,10 +37,15 @@ def compare_published(out: str | Path, published_path: str | Path) -> Path:
     with locked(out, "yahtzee-lightning study compare"):
         study, _ = load_plan(out)
         cells = matched_rows(study, published)
-        rows = list(dict.fromkeys(cells.values()))
+        paper_rows = list(dict.fromkeys(cells.values()))
         results = collect(out)
+        started = set(results["cell"]) if "cell" in results else set()
+        arms = {c: arm for c, arm in matched_arms(study, cells).items() if c in started}  # once it has started
+        published = with_arms(published, arms)
+        cells |= {c: label for c, (label, _) in arms.items()}
+        rows = list(dict.fromkeys(cells.values()))
         ours = seed_lines(results, cells)
-        write_table(out / TABLE, ours, paper_lines(published, rows))
+        write_table(out / TABLE, ours, paper_lines(published, paper_rows))
         folder = out / FOLDER
         folder.mkdir(exist_ok=True)
         boxes = per_box_differences(ours, published, rows)
@@ -49,7 +56,7 @@ def compare_published(out: str | Path, published_path: str | Path) -> Path:
         if curves:
             draw_learning_curves(curves, folder / "curves.png")
         page = folder / "index.md"
-        text = _page(study, published, rows, boxes, side_by_side(ours, published, rows), bool(drawn))
+        text = _page(study, published, rows, boxes, side_by_side(ours, published, rows), bool(drawn), arms)
         fills = _fill_section(fill_turns(ours, published, rows))
         page.write_text(text + fills + _curves_section(curves) + _engine_section(engine_check(results, published)))
     return page
@@ -216,6 +223,7 @@ def _page(
     boxes: dict[str, list[BoxGap]],
     sides: list[dict],
     figure: bool,
+    arms: dict[str, tuple[str, str]] | None = None,
 ) -> str:
     lines = [
         f"# Study {study.name} beside the paper's published rows",
@@ -229,6 +237,18 @@ def _page(
         "run of the same recipe should fall in; and whether the paper's number does (none with fewer than 2 "
         "seeds). Variance: of a game's total over the evaluation games.",
         "",
+        *(
+            [
+                "An ablation's other arm stands beside its row's published numbers, named for the row and the "
+                "arm's setting: "
+                + ", ".join(f"`{label}` ({row}'s recipe, the ablation's other value)" for label, row in arms.values())
+                + ": whether the paper's number falls in its interval asks whether that setting is the one it ran "
+                "with (as it stands, not judged: exploratory).",
+                "",
+            ]
+            if arms
+            else []
+        ),
         "| row | quantity | paper | ours: mean [95 % interval] | one new run: 95 % prediction | n | paper inside |",
         "|---|---|---:|---:|---:|---:|---|",
     ]

@@ -5,7 +5,8 @@ new run.
 The published numbers are a JSON file (``conf/paper/published.json``): per row its table's
 ``mean``, ``variance``, ``bonus_rate``, ``yahtzee_rate``, ``share_250``, ``games``, and its
 evaluation log's ``per_box`` ``[mean, variance]`` pairs (13 boxes, the upper bonus, the total).
-A cell is matched to a row by its label on the study's ``row`` axis.
+A cell is matched to a row by its label on the study's ``row`` axis; an ablation's other arm (a row's
+recipe with one setting changed) stands beside that row's numbers as ``ROW_VALUE`` (``matched_arms``).
 """
 
 from __future__ import annotations
@@ -122,6 +123,30 @@ def matched_rows(study: Any, published: dict[str, Any]) -> dict[str, str]:
     return cells
 
 
+def matched_arms(study: Any, cells: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """The other arms of the rows' ablations: each cell of a one-axis ablation that holds exactly one
+    matched cell (``cells``, from ``matched_rows``), itself unmatched, to ``(label, row)``: the row's
+    name with the cell's value on that axis as a suffix (``ppo_50k_unstepped``) and the row whose
+    published numbers it stands beside (the same recipe with one setting changed)."""
+    arms = {}
+    for ablation in study.ablations.values():
+        rows = {cells[cell_id] for cell_id, _ in ablation.cells if cell_id in cells}
+        if len(rows) != 1 or any(len(labels) != 1 for _, labels in ablation.cells):
+            continue
+        (row,) = rows
+        for cell_id, labels in ablation.cells:
+            if cell_id not in cells:
+                arms[cell_id] = (f"{row}_{next(iter(labels.values()))}", row)
+    return arms
+
+
+def with_arms(published: dict[str, Any], arms: dict[str, tuple[str, str]]) -> dict[str, Any]:
+    """``published`` with each arm's label as a row holding its base row's numbers (no paper line of
+    its own in ``table.csv``: ``paper_lines`` is given the paper's rows only)."""
+    added = {label: published["rows"][row] for label, row in arms.values()}
+    return {**published, "rows": {**published["rows"], **added}}
+
+
 def seed_lines(results: Any, cells: dict[str, str]) -> list[dict[str, Any]]:
     """``table.csv``'s line of every finished seed of a matched cell (``results``: the study's
     collected results, one final row per member)."""
@@ -163,11 +188,12 @@ def paper_lines(published: dict[str, Any], rows: list[str]) -> list[dict[str, An
 
 
 def write_table(path: Path, ours: list[dict[str, Any]], paper: list[dict[str, Any]]) -> None:
-    """``table.csv``: our seeds' lines, then the paper's, rates as fractions."""
+    """``table.csv``: per row our seeds' lines, then the paper's, rates as fractions; then an ablation
+    arm's seeds (``ROW_VALUE``: no paper line of its own)."""
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, TABLE_COLUMNS, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
-        for row in dict.fromkeys(line["row"] for line in paper):  # a row's seeds, then the paper's line
+        for row in dict.fromkeys(line["row"] for line in [*paper, *ours]):  # a row's seeds, then the paper's line
             for line in [*(o for o in ours if o["row"] == row), *(p for p in paper if p["row"] == row)]:
                 writer.writerow({k: _plain(line[k]) for k in TABLE_COLUMNS})
 
