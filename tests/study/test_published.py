@@ -90,20 +90,22 @@ def test_table_csv_holds_each_seed_then_the_papers_line_per_row(tmp_path):
     assert side["mean"]["holds"] is False and side["mean"]["band"].n == 3
 
 
-def test_an_ablations_other_arm_stands_beside_its_rows_numbers_with_the_arms_value_as_a_suffix(tmp_path):
+def test_a_rows_variant_stands_beside_its_numbers_named_for_the_row_with_a_suffix(tmp_path):
     published = load_published(_published(tmp_path))
     study = SimpleNamespace(
         name="t",
         ablations={
             "table": SimpleNamespace(cells=[("c1", {"row": "ppo_50k"}), ("c2", {"row": "a2c_250k"})]),
+            "shaping": SimpleNamespace(cells=[("c6", {"row": "ppo_50k_shaped"}), ("c7", {"row": "ppo_5"})]),
             "lr": SimpleNamespace(cells=[("c1", {"lr_schedule": "stepped"}), ("c3", {"lr_schedule": "unstepped"})]),
             "of_two_rows": SimpleNamespace(cells=[("c1", {"x": "a"}), ("c2", {"x": "b"}), ("c4", {"x": "c"})]),
             "two_axes": SimpleNamespace(cells=[("c1", {"a": "1", "b": "1"}), ("c5", {"a": "2", "b": "1"})]),
         },
     )
     cells = matched_rows(study, published)
-    arms = matched_arms(study, cells)
-    assert arms == {"c3": ("ppo_50k_unstepped", "ppo_50k")}  # one row, one axis: an arm; else none
+    arms = matched_arms(study, cells, published)
+    assert arms == {"c3": ("ppo_50k_unstepped", "ppo_50k"), "c6": ("ppo_50k_shaped", "ppo_50k")}
+    # an arm: of an ablation of one row on one axis, or a row label extending a published row's name
     both = with_arms(published, arms)
     assert (
         both["rows"]["ppo_50k_unstepped"] is published["rows"]["ppo_50k"]
@@ -280,7 +282,7 @@ def test_study_compare_writes_the_table_the_page_and_its_figures_from_a_study_fo
         ("a2c_250k_unstepped", "1"),
     ]  # rows the study has, then the arm (the stepped arm is the row's own cell: trained once)
     page = (out / "published" / "index.md").read_text()
-    assert "`a2c_250k_unstepped` (a2c_250k's recipe" in page and "| a2c_250k_unstepped | mean | 230.38 |" in page
+    assert "`a2c_250k_unstepped` (beside a2c_250k)" in page and "| a2c_250k_unstepped | mean | 230.38 |" in page
     for section in ("## Per box", "## When each box is filled", "## Learning curves"):
         assert section in page
     assert "| a2c_250k | 2 | 2 |" in page  # each seed evaluated once, at 32 games: a point of the paper's curve

@@ -39,8 +39,10 @@ def compare_published(out: str | Path, published_path: str | Path) -> Path:
         cells = matched_rows(study, published)
         paper_rows = list(dict.fromkeys(cells.values()))
         results = collect(out)
-        started = set(results["cell"]) if "cell" in results else set()
-        arms = {c: arm for c, arm in matched_arms(study, cells).items() if c in started}  # once it has started
+        started = set(results.loc[(results["stage"] == "eval") | (results["status"] == "done"), "cell"])
+        arms = {
+            c: arm for c, arm in matched_arms(study, cells, published).items() if c in started
+        }  # once it has started
         published = with_arms(published, arms)
         cells |= {c: label for c, (label, _) in arms.items()}
         rows = list(dict.fromkeys(cells.values()))
@@ -239,11 +241,11 @@ def _page(
         "",
         *(
             [
-                "An ablation's other arm stands beside its row's published numbers, named for the row and the "
-                "arm's setting: "
-                + ", ".join(f"`{label}` ({row}'s recipe, the ablation's other value)" for label, row in arms.values())
-                + ": whether the paper's number falls in its interval asks whether that setting is the one it ran "
-                "with (as it stands, not judged: exploratory).",
+                "A variant of a row (a row's recipe with a setting changed: another of the paper's configs, or an "
+                "ablation's other arm) stands beside that row's published numbers, named for the row with a "
+                "suffix: " + ", ".join(f"`{label}` (beside {row})" for label, row in arms.values()) + ". Exploratory: "
+                "where the paper's number falls in a variant's interval and not in its row's, the setting it "
+                "changes is a candidate for the gap.",
                 "",
             ]
             if arms

@@ -123,19 +123,27 @@ def matched_rows(study: Any, published: dict[str, Any]) -> dict[str, str]:
     return cells
 
 
-def matched_arms(study: Any, cells: dict[str, str]) -> dict[str, tuple[str, str]]:
-    """The other arms of the rows' ablations: each cell of a one-axis ablation that holds exactly one
-    matched cell (``cells``, from ``matched_rows``), itself unmatched, to ``(label, row)``: the row's
-    name with the cell's value on that axis as a suffix (``ppo_50k_unstepped``) and the row whose
-    published numbers it stands beside (the same recipe with one setting changed)."""
+def matched_arms(study: Any, cells: dict[str, str], published: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """The variants of the published rows, each cell to ``(label, row)``: its name here and the row
+    whose published numbers it stands beside. A cell whose ``row`` label the file lacks but which
+    extends a row's name (``ppo_250k_shaped``: the longest such row, ``ppo_250k``); and the other arms
+    of the rows' ablations: each cell of a one-axis ablation that holds exactly one matched cell
+    (``cells``, from ``matched_rows``), itself unmatched, named for the row with the cell's value on
+    that axis as a suffix (``ppo_50k_unstepped``: the same recipe with one setting changed)."""
     arms = {}
+    for ablation in study.ablations.values():
+        for cell_id, labels in ablation.cells:
+            label = labels.get(AXIS)
+            bases = [row for row in published["rows"] if isinstance(label, str) and label.startswith(f"{row}_")]
+            if cell_id not in cells and bases:
+                arms[cell_id] = (label, max(bases, key=len))
     for ablation in study.ablations.values():
         rows = {cells[cell_id] for cell_id, _ in ablation.cells if cell_id in cells}
         if len(rows) != 1 or any(len(labels) != 1 for _, labels in ablation.cells):
             continue
         (row,) = rows
         for cell_id, labels in ablation.cells:
-            if cell_id not in cells:
+            if cell_id not in cells and cell_id not in arms:
                 arms[cell_id] = (f"{row}_{next(iter(labels.values()))}", row)
     return arms
 
