@@ -24,6 +24,7 @@ from yahtzee_lightning.study.judging.published import (
     per_box_differences,
     seed_lines,
     side_by_side,
+    started,
     with_arms,
     write_table,
 )
@@ -120,6 +121,11 @@ def test_a_rows_variant_stands_beside_its_numbers_named_for_the_row_with_a_suffi
     assert lines == [("ppo_50k", "0"), ("ppo_50k", "1"), ("ppo_50k", "paper"), ("a2c_250k", "paper")] + [
         ("ppo_50k_unstepped", s) for s in ("0", "1", "2")
     ]  # the arm's seeds after the paper's rows, with no paper line of their own
+    results = pd.DataFrame(
+        {"cell": ["c1", "c3", "c6", "c7"], "stage": ["final", "eval", "final", "final"]}
+        | {"status": ["done", "running", "pending", "unfinished"]}
+    )
+    assert started(results) == {"c1", "c3"}  # a pending variant is left out until it has an evaluation
     side = {(x["row"], x["quantity"]): x for x in side_by_side(ours, both, ["ppo_50k", "ppo_50k_unstepped"])}
     assert side["ppo_50k", "mean"]["holds"] is False and side["ppo_50k_unstepped", "mean"]["holds"] is True
 

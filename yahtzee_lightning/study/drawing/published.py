@@ -19,6 +19,7 @@ from ..judging.published import (
     per_box_differences,
     seed_lines,
     side_by_side,
+    started,
     with_arms,
     write_table,
 )
@@ -39,10 +40,8 @@ def compare_published(out: str | Path, published_path: str | Path) -> Path:
         cells = matched_rows(study, published)
         paper_rows = list(dict.fromkeys(cells.values()))
         results = collect(out)
-        started = set(results.loc[(results["stage"] == "eval") | (results["status"] == "done"), "cell"])
-        arms = {
-            c: arm for c, arm in matched_arms(study, cells, published).items() if c in started
-        }  # once it has started
+        begun = started(results)
+        arms = {c: arm for c, arm in matched_arms(study, cells, published).items() if c in begun}  # once it has started
         published = with_arms(published, arms)
         cells |= {c: label for c, (label, _) in arms.items()}
         rows = list(dict.fromkeys(cells.values()))

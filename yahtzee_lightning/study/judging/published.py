@@ -148,6 +148,12 @@ def matched_arms(study: Any, cells: dict[str, str], published: dict[str, Any]) -
     return arms
 
 
+def started(results: Any) -> set[str]:
+    """The cells with an evaluation during training or a finished run: a variant is set beside its row
+    only from then (a pending one would add an empty column to every table)."""
+    return set(results.loc[(results["stage"] == "eval") | (results["status"] == "done"), "cell"])
+
+
 def with_arms(published: dict[str, Any], arms: dict[str, tuple[str, str]]) -> dict[str, Any]:
     """``published`` with each arm's label as a row holding its base row's numbers (no paper line of
     its own in ``table.csv``: ``paper_lines`` is given the paper's rows only)."""
