@@ -126,6 +126,8 @@ def test_a_rows_variant_stands_beside_its_numbers_named_for_the_row_with_a_suffi
         | {"status": ["done", "running", "pending", "unfinished"]}
     )
     assert started(results) == {"c1", "c3"}  # a pending variant is left out until it has an evaluation
+    by_order = seed_lines(_results({"c1": [1.0], "c9": [2.0]}), {"c9": "ppo_50k", "c1": "ppo_50k_x"})
+    assert [line["row"] for line in by_order] == ["ppo_50k", "ppo_50k_x"]  # rows as listed, not by cell id
     side = {(x["row"], x["quantity"]): x for x in side_by_side(ours, both, ["ppo_50k", "ppo_50k_unstepped"])}
     assert side["ppo_50k", "mean"]["holds"] is False and side["ppo_50k_unstepped", "mean"]["holds"] is True
 
@@ -316,3 +318,18 @@ def test_the_engine_check_pools_each_distinct_game_set_once_against_the_publishe
     assert check["boxes"][0][3] == pytest.approx(0.5 / math.sqrt(4.0 / 200))
     assert "The largest |z|: 3.54" in _engine_section(check)
     assert engine_check(pd.DataFrame(rows), {"rows": {}}) is None  # no baseline: no section
+
+
+def test_many_panels_wrap_onto_rows_with_no_empty_panel_left():
+    import matplotlib.pyplot as plt
+
+    from yahtzee_lightning.study.drawing.canvas import new_figure
+
+    fig, axes = new_figure(width=12, height=4, ncols=6, per_row=4)
+    assert len(axes) == len(fig.axes) == 6  # the last row's two spare places removed
+    assert [ax.get_subplotspec().rowspan.start for ax in axes] == [0, 0, 0, 0, 1, 1]
+    assert tuple(fig.get_size_inches()) == (12, 8)  # a row's height, twice
+    plt.close(fig)
+    fig, axes = new_figure(width=6, height=4, ncols=3, per_row=4)
+    assert len(fig.axes) == 3 and tuple(fig.get_size_inches()) == (6, 4)  # fewer than a row: one row
+    plt.close(fig)

@@ -35,15 +35,21 @@ def reference_lines(ax: Any, ctx: Context, metric: str, horizontal: bool = True)
     return [opt, greedy]
 
 
-def new_figure(width: float = 8, height: float = 4.5, ncols: int = 0) -> tuple[Any, Any]:
-    """A figure and its axes (a list of ``ncols`` panels when ``ncols`` is given)."""
+def new_figure(width: float = 8, height: float = 4.5, ncols: int = 0, per_row: int = 0) -> tuple[Any, Any]:
+    """A figure and its axes (a list of ``ncols`` panels when ``ncols`` is given). ``per_row``: at most
+    that many panels a row, the rest wrapped onto further rows (``width`` and ``height`` are a row's)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, max(ncols, 1), figsize=(width, height), squeeze=False)
-    return fig, list(axes[0]) if ncols else axes[0][0]
+    cols = min(ncols, per_row) if ncols and per_row else max(ncols, 1)
+    rows = -(-max(ncols, 1) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width, height * rows), squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for spare in flat[max(ncols, 1) :]:  # the last row's empty places
+        fig.delaxes(spare)
+    return fig, flat[:ncols] if ncols else flat[0]
 
 
 def save_figure(fig: Any, path: Path) -> None:

@@ -29,6 +29,7 @@ from .canvas import new_figure, save_figure
 
 FOLDER = "published"
 TABLE = "table.csv"
+PER_ROW = 4  # panels a row in the figures: the table's rows and their variants wrap onto more rows
 
 
 def compare_published(out: str | Path, published_path: str | Path) -> Path:
@@ -67,7 +68,8 @@ def draw_box_differences(boxes: dict[str, list[BoxGap]], path: Path) -> None:
     """One panel a row: our mean points per box minus the paper's; dark bars our seeds' 95 % interval of
     the mean, grey lines the 95 % prediction interval for one new run (the paper's number outside it
     where the grey line misses 0)."""
-    fig, axes = new_figure(width=3.2 * len(boxes), height=4.5, ncols=len(boxes))
+    cols = min(len(boxes), PER_ROW)
+    fig, axes = new_figure(width=3.2 * cols, height=4.5, ncols=len(boxes), per_row=PER_ROW)
     from matplotlib.lines import Line2D  # after new_figure: matplotlib loads with the figure
 
     for ax, (row, per_box) in zip(axes, boxes.items(), strict=True):
@@ -84,13 +86,14 @@ def draw_box_differences(boxes: dict[str, list[BoxGap]], path: Path) -> None:
                 ax.annotate(
                     "outside", (0.98, i), xycoords=("axes fraction", "data"), ha="right", va="center", fontsize=7
                 )
-        ax.set_yticks(y, names if ax is axes[0] else [""] * len(names), fontsize=8)
+        first = axes.index(ax) % cols == 0  # a row's first panel names the boxes
+        ax.set_yticks(y, names if first else [""] * len(names), fontsize=8)
         ax.invert_yaxis()
         ax.axvline(0, color="black", linewidth=0.8)
         n = max(gap.band.n for gap in per_box)
         ax.set_title(f"{row} (n = {n} seed{'s' if n != 1 else ''})", fontsize=9)
         ax.set_xlabel("ours - paper (points a game)")
-    axes[0].legend(
+    axes[(len(axes) - 1) // cols * cols].legend(  # under the last row's first panel
         handles=[
             Line2D([], [], color="black", marker="|", label="95 % interval of our mean"),
             Line2D([], [], color="grey", linewidth=0.8, label="one new run: 95 % prediction"),
@@ -106,7 +109,8 @@ def draw_box_differences(boxes: dict[str, list[BoxGap]], path: Path) -> None:
 def draw_learning_curves(curves: dict[str, dict], path: Path) -> None:
     """One panel a row with a published curve: the paper's evaluations during training (black) and each
     of our seeds' (finished or still training), mean score over 1,000 games against games trained."""
-    fig, axes = new_figure(width=4.0 * len(curves), height=4.0, ncols=len(curves))
+    cols = min(len(curves), PER_ROW)
+    fig, axes = new_figure(width=4.0 * cols, height=4.0, ncols=len(curves), per_row=PER_ROW)
     from matplotlib.ticker import FuncFormatter  # after new_figure: matplotlib loads with the figure
 
     for ax, (row, c) in zip(axes, curves.items(), strict=True):
@@ -118,7 +122,7 @@ def draw_learning_curves(curves: dict[str, dict], path: Path) -> None:
         ax.set_title(f"{row} (ours: {len(c['ours'])} seed{'s' if len(c['ours']) != 1 else ''})", fontsize=9)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:,.0f} k"))
         ax.set_xlabel("games trained")
-        ax.set_ylabel("mean score (1,000 games)" if ax is axes[0] else "")
+        ax.set_ylabel("mean score (1,000 games)" if axes.index(ax) % cols == 0 else "")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
     save_figure(fig, path)

@@ -162,11 +162,13 @@ def with_arms(published: dict[str, Any], arms: dict[str, tuple[str, str]]) -> di
 
 
 def seed_lines(results: Any, cells: dict[str, str]) -> list[dict[str, Any]]:
-    """``table.csv``'s line of every finished seed of a matched cell (``results``: the study's
-    collected results, one final row per member)."""
+    """``table.csv``'s line of every finished seed of a matched cell, row by row in the order of
+    ``cells`` (``results``: the study's collected results, one final row per member)."""
     final = results[(results["stage"] == "final") & (results["status"] == "done") & results["cell"].isin(cells)]
+    order = {label: i for i, label in enumerate(dict.fromkeys(cells.values()))}  # the rows as ``cells`` lists them
+    final = final.assign(_order=final["cell"].map(lambda c: order[cells[c]]))
     lines = []
-    for _, r in final.sort_values(["cell", "seed"]).iterrows():
+    for _, r in final.sort_values(["_order", "seed"]).iterrows():
         lines.append(
             {
                 "row": cells[r["cell"]],
