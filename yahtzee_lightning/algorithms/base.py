@@ -71,9 +71,9 @@ class OnPolicyAlgorithm(
     run (the published code's PPO never stepped its schedule). ``upper_score_weight``: the weight of
     an upper-score regression head's loss (> 0 builds the head: it predicts each game's final upper
     sum); ``upper_shaping``: the weight of potential-based reward shaping on that head's prediction
-    (needs the head; see ``rewards``). ``replay_dropout`` (default on): the update replays the dropout masks each step
-    was played under, so that it learns the policy that acted; off, it draws fresh masks (the
-    published code's handling, for an ablation). ``play_ahead`` (default off): on, each batch is
+    (needs the head; see ``rewards``). ``replay_dropout`` (default on): the update replays the
+    dropout masks each step was played under, so that it learns the policy that acted; off, it draws
+    fresh masks (the published code's handling, for an ablation). ``play_ahead`` (default off): on, each batch is
     played one update before it is learnt from, as the published code's prefetching data loader
     did (for an ablation; the first two batches are both played by the starting weights).
     Budget: ``total_games``

@@ -72,7 +72,7 @@ def draw_box_differences(boxes: dict[str, list[BoxGap]], path: Path) -> None:
     fig, axes = new_figure(width=3.2 * cols, height=4.5, ncols=len(boxes), per_row=PER_ROW)
     from matplotlib.lines import Line2D  # after new_figure: matplotlib loads with the figure
 
-    for ax, (row, per_box) in zip(axes, boxes.items(), strict=True):
+    for i_ax, (ax, (row, per_box)) in enumerate(zip(axes, boxes.items(), strict=True)):
         names = [gap.name for gap in per_box]
         diffs = [gap.band.mean - gap.paper for gap in per_box]
         y = range(len(names))
@@ -86,8 +86,7 @@ def draw_box_differences(boxes: dict[str, list[BoxGap]], path: Path) -> None:
                 ax.annotate(
                     "outside", (0.98, i), xycoords=("axes fraction", "data"), ha="right", va="center", fontsize=7
                 )
-        first = axes.index(ax) % cols == 0  # a row's first panel names the boxes
-        ax.set_yticks(y, names if first else [""] * len(names), fontsize=8)
+        ax.set_yticks(y, names if i_ax % cols == 0 else [""] * len(names), fontsize=8)  # a row's first panel
         ax.invert_yaxis()
         ax.axvline(0, color="black", linewidth=0.8)
         n = max(gap.band.n for gap in per_box)
@@ -113,7 +112,7 @@ def draw_learning_curves(curves: dict[str, dict], path: Path) -> None:
     fig, axes = new_figure(width=4.0 * cols, height=4.0, ncols=len(curves), per_row=PER_ROW)
     from matplotlib.ticker import FuncFormatter  # after new_figure: matplotlib loads with the figure
 
-    for ax, (row, c) in zip(axes, curves.items(), strict=True):
+    for i_ax, (ax, (row, c)) in enumerate(zip(axes, curves.items(), strict=True)):
         games, means = zip(*c["paper"], strict=True)
         ax.plot(games, means, color="black", linewidth=1.2, label="the paper's run")
         for seed, points in sorted(c["ours"].items()):
@@ -122,7 +121,7 @@ def draw_learning_curves(curves: dict[str, dict], path: Path) -> None:
         ax.set_title(f"{row} (ours: {len(c['ours'])} seed{'s' if len(c['ours']) != 1 else ''})", fontsize=9)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:,.0f} k"))
         ax.set_xlabel("games trained")
-        ax.set_ylabel("mean score (1,000 games)" if axes.index(ax) % cols == 0 else "")
+        ax.set_ylabel("mean score (1,000 games)" if i_ax % cols == 0 else "")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
     save_figure(fig, path)
