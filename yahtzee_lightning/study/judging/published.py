@@ -5,8 +5,8 @@ new run.
 The published numbers are a JSON file (``conf/paper/published.json``): per row its table's
 ``mean``, ``variance``, ``bonus_rate``, ``yahtzee_rate``, ``share_250``, ``games``, and its
 evaluation log's ``per_box`` ``[mean, variance]`` pairs (13 boxes, the upper bonus, the total).
-A cell is matched to a row by its label on the study's ``row`` axis; an ablation's other arm (a row's
-recipe with one setting changed) stands beside that row's numbers as ``ROW_VALUE`` (``matched_arms``).
+A cell is matched to a row by its label on the study's ``row`` axis; a row's variants (a label that
+extends its name, an ablation's other arm) stand beside that row's numbers (``matched_arms``).
 """
 
 from __future__ import annotations
@@ -134,8 +134,10 @@ def matched_arms(study: Any, cells: dict[str, str], published: dict[str, Any]) -
     for ablation in study.ablations.values():
         for cell_id, labels in ablation.cells:
             label = labels.get(AXIS)
-            bases = [row for row in published["rows"] if isinstance(label, str) and label.startswith(f"{row}_")]
-            if cell_id not in cells and bases:
+            if cell_id in cells or not isinstance(label, str):
+                continue
+            bases = [row for row in published["rows"] if label.startswith(f"{row}_")]
+            if bases:
                 arms[cell_id] = (label, max(bases, key=len))
     for ablation in study.ablations.values():
         rows = {cells[cell_id] for cell_id, _ in ablation.cells if cell_id in cells}
@@ -204,8 +206,8 @@ def paper_lines(published: dict[str, Any], rows: list[str]) -> list[dict[str, An
 
 
 def write_table(path: Path, ours: list[dict[str, Any]], paper: list[dict[str, Any]]) -> None:
-    """``table.csv``: per row our seeds' lines, then the paper's, rates as fractions; then an ablation
-    arm's seeds (``ROW_VALUE``: no paper line of its own)."""
+    """``table.csv``: per row our seeds' lines, then the paper's, rates as fractions; then a variant's
+    seeds (``ROW_SUFFIX``: no paper line of its own)."""
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, TABLE_COLUMNS, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
