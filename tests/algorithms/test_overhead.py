@@ -164,7 +164,14 @@ def test_collection_plays_the_batch_torchrl_rollout_plays(kwargs):
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{}, {"task": "single_turn"}, {"start_card": "random"}, {"boxes": [0, 5, 12]}, {"joker": "forced"}],
+    [
+        {},
+        {"task": "single_turn"},
+        {"start_card": "random"},
+        {"task": "single_turn", "start_card": "own_play"},
+        {"boxes": [0, 5, 12]},
+        {"joker": "forced"},
+    ],
 )
 def test_at_every_step_of_a_batch_every_game_is_at_the_same_roll(kwargs):
     """What lets collection tell the policy each step's roll, and the losses read a batch's steps

@@ -9,6 +9,7 @@ TINY = {"d_h": 16, "n_layers": 1, "head_hidden": 16}
 BAD = [
     ("task", "whole_game"),
     ("start_card", "full"),
+    ("start_card", "own_play"),  # with the default task, full_game
     ("reward", "points"),
     ("total_games", 0),
     ("games_per_batch", 0),
@@ -62,3 +63,4 @@ def test_budget_is_checked_and_good_settings_build():
         A2C(**TINY, total_games=10, games_per_batch=20)
     for cls in (Reinforce, A2C, PPO):
         assert cls(**TINY, total_games=20, games_per_batch=20, final_eval_games=0).hparams.total_games == 20
+    assert Reinforce(**TINY, task="single_turn", start_card="own_play").hparams.start_card == "own_play"

@@ -13,9 +13,12 @@ VARIANTS = [None, {"joker": "forced"}, {"joker": "off"}, {"yahtzee_bonus": False
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
+STARTS = [("full_game", "empty"), ("single_turn", "empty"), ("single_turn", "random"), ("single_turn", "own_play")]
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("rules", VARIANTS)
-@pytest.mark.parametrize("task,start", [("full_game", "empty"), ("single_turn", "empty"), ("single_turn", "random")])
+@pytest.mark.parametrize("task,start", STARTS)
 @pytest.mark.parametrize("keep_format", ["pattern", "bits"])
 def test_check_env_specs(device, rules, task, start, keep_format):
     env = YahtzeeEnv(5, task=task, rules=rules, start_card=start, keep_format=keep_format, device=device, seed=0)
@@ -70,7 +73,7 @@ def test_same_seed_same_games():
     assert torch.equal(env.rollout(39, policy=_first_legal_box)[K.DICE], a[K.DICE])
 
 
-@pytest.mark.parametrize("start_card", ["empty", "random"])
+@pytest.mark.parametrize("start_card", ["empty", "random", "own_play"])
 def test_a_list_of_seeds_gives_each_block_of_games_its_own_dice(start_card):
     def play(seeds):
         env = YahtzeeEnv(8 * len(seeds), seed=seeds, task="single_turn", start_card=start_card)
@@ -85,6 +88,32 @@ def test_a_list_of_seeds_gives_each_block_of_games_its_own_dice(start_card):
     assert not torch.equal(three[K.DICE][16:], other[K.DICE][16:])
     with pytest.raises(ValueError, match="equal blocks: 10 games, 3 seeds"):
         YahtzeeEnv(10, seed=[1, 2, 3])
+
+
+@pytest.mark.parametrize("rules", [None, {"boxes": [0, 5, 8, 12]}])
+def test_own_play_single_turns_continue_their_own_cards_from_staggered_starts(rules):
+    """``start_card: own_play``: game i starts at turn i mod n (random play before it), every episode
+    is its next turn on the card its own play left, and a full card starts a new game."""
+    env = YahtzeeEnv(10, task="single_turn", start_card="own_play", rules=rules, seed=3)
+    n = len(env.rules.boxes)
+    td = env.rollout(3 * (n + 2), policy=_first_legal_box, break_when_any_done=False)
+    first = td[:, ::3]  # each episode's first step
+    turn = first[K.CARD].ne(-1).sum(-1) - (13 - n)  # boxes in play filled
+    episodes = torch.arange(first.shape[1])
+    assert torch.equal(turn, (torch.arange(10)[:, None] + episodes) % n)
+    assert bool((first[K.ROLL] == 0).all())
+    ended = td["next"][:, 2::3]  # each episode's last step (its box scored)
+    go_on = turn[:, 1:] > 0
+    assert torch.equal(first[K.CARD][:, 1:][go_on], ended[K.CARD][:, :-1][go_on])  # the card it left
+    assert torch.equal(first[K.SCORE][:, 1:][go_on], ended[K.SCORE][:, :-1][go_on])
+    assert bool((first[K.SCORE][:, 1:][~go_on] == 0).all()) and bool((~go_on).any())  # a new game
+    again = YahtzeeEnv(10, task="single_turn", start_card="own_play", rules=rules, seed=3)
+    assert torch.equal(again.rollout(3, policy=_first_legal_box)[K.CARD], td[:, :3][K.CARD])
+
+
+def test_own_play_is_for_single_turns_only():
+    with pytest.raises(ValueError, match="own_play continues single-turn episodes.*task must be single_turn"):
+        YahtzeeEnv(4, start_card="own_play")
 
 
 def _at_scoring(env):

@@ -19,7 +19,11 @@ from ..game.rules import N_FACES, N_ROLLS
 from . import keys as K
 
 TASKS = ("full_game", "single_turn")
-START_CARDS = ("empty", "random")
+#: Where a single-turn episode starts: an empty card, a random partly filled one
+#: (``engine.random_partial_cards``), or the card the agent's own play left (``own_play``: each game
+#: plays on, one turn an episode, a new game after its last box; the first batch spread over the
+#: turns by ``engine.staggered_games``), as the published code's single-turn training did.
+START_CARDS = ("empty", "random", "own_play")
 #: How a step's arithmetic runs: eagerly (``none``), as one compiled function (``compile``:
 #: ``torch.compile``, fused kernels on any device) or as a replayed CUDA graph (``cudagraphs``:
 #: ``torch.compile``'s ``reduce-overhead`` mode, CUDA only). The dice are drawn before it, outside
@@ -156,6 +160,10 @@ class Games:
         self.device = torch.device(device)
         self.task = choice("task", task, TASKS)
         self.start_card = choice("start_card", start_card, START_CARDS)
+        if self.start_card == "own_play" and self.task != "single_turn":
+            raise ValueError(
+                "start_card own_play continues single-turn episodes on their own cards: task must be single_turn"
+            )
         self.rules = rules if isinstance(rules, Rules) else Rules.from_dict(rules)
         self.validate_actions = validate_actions
         self.capture = check_capture(capture, self.device)
@@ -195,11 +203,20 @@ class Games:
         return self.state
 
     def reset(self, which: torch.Tensor | None = None) -> Observation:
-        """New games: all of them, or those where ``which`` (num_games,) is True (the rest play on)."""
-        card = None
-        if self.start_card == "random":
-            card = engine.random_partial_cards((self.num_games,), self.rules, self.device, self.generator)
-        fresh = engine.new_games((self.num_games,), self.rules, self.device, self.generator, card=card)
+        """New games: all of them, or those where ``which`` (num_games,) is True (the rest play on).
+        With ``start_card: own_play`` a game's next turn on its own card instead (after the first)."""
+        shape, card = (self.num_games,), None
+        if self.start_card == "own_play" and self.state is not None:
+            # Each game's next turn on its own card (its last step rolled the dice); a full card starts anew.
+            over = self.state.turn == len(self.rules.boxes)
+            fresh = engine.new_games(shape, self.rules, self.device, self.generator).where(over, self.state)
+        elif self.start_card == "own_play":
+            blocks = len(self.generator) if isinstance(self.generator, list) else 1  # an ensemble's members alike
+            fresh = engine.staggered_games(shape, self.rules, self.device, self.generator, self.num_games // blocks)
+        else:
+            if self.start_card == "random":
+                card = engine.random_partial_cards(shape, self.rules, self.device, self.generator)
+            fresh = engine.new_games(shape, self.rules, self.device, self.generator, card=card)
         if which is not None and self.state is not None:
             fresh = fresh.where(which, self.state)
         score = fresh.score

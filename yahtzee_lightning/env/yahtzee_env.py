@@ -89,8 +89,9 @@ class YahtzeeEnv(EnvBase):
             start card drawn by ``start_card``).
         rules: a ``Rules`` or a dict of its fields.
         keep_format: ``pattern`` (one of 32) or ``bits`` (5 keep bits).
-        start_card: ``empty`` or ``random`` (a random partly filled card); single turn only
-            uses it unless ``task == "full_game"`` and it is ``empty``.
+        start_card: ``empty``, ``random`` (a random partly filled card) or, single turn only,
+            ``own_play`` (each episode the next turn of the card the games' own play left,
+            staggered over the turns at the start; a full card starts a new game).
         validate_actions: raise on an illegal box, an out-of-range action or a non-integer (float,
             NaN) action (costs a sync). The slot a step does not use (the box while rolling, the
             keep when scoring) is ignored, whatever it holds.

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from .rules import N_DICE, N_FACES, N_ROLLS, Rules
+from .rules import N_DICE, N_FACES, N_KEEPS, N_ROLLS, Rules
 from .scoring import OPEN, card_total, empty_card, legal_mask, score_box
 from .tables import tables, take
 
@@ -234,6 +234,29 @@ def random_partial_cards(
     base = tables(device).base_scores[dice].gather(-1, in_play.expand(*shape, n).unsqueeze(-1)).squeeze(-1)
     card[..., in_play] = torch.where(fill, base, OPEN)
     return card
+
+
+def staggered_games(
+    shape: tuple[int, ...],
+    rules: Rules,
+    device: torch.device | str | None = None,
+    generator: Generators = None,
+    block: int | None = None,
+) -> GameState:
+    """Games spread over the turns of a game: game ``i`` (of the flattened batch; of its block of
+    ``block`` games, one a generator, where given) is played by uniformly random keeps and legal
+    boxes to the first roll of turn ``i mod n`` (``n`` boxes in play). Where single turns continue
+    their own cards (``start_card: own_play``), this first batch holds every stage of a game at
+    once, as the published code's staggered environments did."""
+    n, count = len(rules.boxes), math.prod(shape)
+    target = (torch.arange(count, device=device) % (block or count) % n).reshape(shape)
+    state = new_games(shape, rules, device, generator)
+    for _ in range(int(target.max()) * N_ROLLS if target.numel() else 0):
+        keep = draw(randint(N_KEEPS), shape, device, generator)
+        legal = legal_mask(state.dice_idx, state.card, rules)
+        box = torch.where(legal, draw(torch.rand, (*shape, legal.shape[-1]), device, generator), -1.0).argmax(-1)
+        state = step(state, keep, box, rules, generator).state.where(state.turn < target, state)
+    return state
 
 
 @dataclass

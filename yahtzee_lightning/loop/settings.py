@@ -48,6 +48,7 @@ class Settings:
         ):
             need(h[name] in options, name, f"one of {options}")
         need(h.get("lr_schedule", "stepped") in LR_SCHEDULES, "lr_schedule", f"one of {LR_SCHEDULES}")
+        need(h.start_card != "own_play" or h.task == "single_turn", "start_card", "empty or random with task full_game")
         for name in ("total_games", "games_per_batch", "evaluations", "eval_games", "top_k", "n_players", "log_every"):
             need(isinstance(h[name], int) and h[name] >= 1, name, "an integer >= 1")
         need(isinstance(h.final_eval_games, int) and h.final_eval_games >= 0, "final_eval_games", ">= 0 (0: none)")
