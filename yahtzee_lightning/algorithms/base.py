@@ -60,7 +60,8 @@ class OnPolicyAlgorithm(
 ):
     """Base of REINFORCE, A2C and PPO; hyperparameters: docs/hyperparameters.md.
 
-    Task: ``task`` (full_game or single_turn), ``start_card`` (single turn: empty or random),
+    Task: ``task`` (full_game or single_turn), ``start_card`` (empty, random, or single turn
+    only own_play: turns on the cards of its own play),
     ``joker``, ``yahtzee_bonus``, ``boxes``. Network: see ``PolicyValueNet``.
     Optimisation: Adam at ``lr`` with warm-up / hold / decay to ``r_alpha * lr``; gradient-norm
     clipping at ``tau_clip`` (0 = off); value-loss weight ``lambda_v``; entropy coefficients per
