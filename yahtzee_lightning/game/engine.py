@@ -251,7 +251,7 @@ def staggered_games(
     n, count = len(rules.boxes), math.prod(shape)
     target = (torch.arange(count, device=device) % (block or count) % n).reshape(shape)
     state = new_games(shape, rules, device, generator)
-    for _ in range(int(target.max()) * N_ROLLS if target.numel() else 0):
+    for _ in range(int(target.max()) * N_ROLLS):  # the furthest game's turns, three steps each
         keep = draw(randint(N_KEEPS), shape, device, generator)
         legal = legal_mask(state.dice_idx, state.card, rules)
         box = torch.where(legal, draw(torch.rand, (*shape, legal.shape[-1]), device, generator), -1.0).argmax(-1)
