@@ -16,6 +16,9 @@ checkpoint) and samples the GPU's utilisation (NVML, every 50 ms) through the ti
 * ``compile``: the study rows with the network's forward compiled (``torch.compile``:
   ``reduce-overhead``, which replays CUDA graphs, and the default mode); each row is a new process
   so that a failure or a hang loses one row;
+* ``paper``: every recipe of the paper's table (``conf/paper/``, 600 x 3 or 600 x 4, and the
+  single-turn recipe on its own-play cards) on the device and on one thread of the same machine's
+  CPU, pair by pair: games/s each (a single-turn "game" is a turn) and the device's ratio to the CPU;
 * ``solver``: ``solve`` under the profiler (the optimal table: where its seconds go), in the
   device's default layout and in the CPU's grouped one.
 
@@ -47,6 +50,11 @@ from bench_study import measure  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 A2C = str(ROOT / "conf" / "a2c_long.yaml")
 STUDY = str(ROOT / "conf" / "ppo.yaml")
+# The paper's table, one recipe per kind of step (the 1 M rows differ from the 250 k ones in their
+# budget and schedules only), and the single-turn recipe on its own-play cards.
+PAPER = [(r, ROOT / "conf" / "paper" / f"{r}.yaml", {}) for r in ("a2c_250k", "ppo_50k", "ppo_250k", "ppo_250k_shaped")]
+PAPER += [(r, ROOT / "conf" / "paper" / f"{r}.yaml", {}) for r in ("reinforce_250k", "single_turn")]
+PAPER += [("single_turn, own-play cards", ROOT / "conf" / "paper" / "single_turn.yaml", {"start_card": "own_play"})]
 
 
 class Utilisation:
@@ -198,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--phases", nargs="+", default=["a2c", "study", "capture", "solver", "profile", "compile"])
+    # ``paper`` is asked for by name (``--phases paper``): it is the study's question, not the GPU path's
     parser.add_argument("--members", type=int, nargs="+", default=[64])
     parser.add_argument("--big", type=int, default=16384, help="games a batch of the A2C recipe's large row")
     parser.add_argument("--batches", type=int, default=20)
@@ -216,6 +225,18 @@ def main(argv: list[str] | None = None) -> int:
     def save() -> None:
         write_json(args.json, "gpu", [{k: v for k, v in r.items() if k != "host_top_ops"} for r in rows], device=dev)
 
+    if "paper" in args.phases:
+        for name, config, extra in PAPER:
+            pair = {
+                where: train_row(f"paper {name} on {where}", str(config), where, b, 2, **extra, **small)
+                for where in dict.fromkeys([dev, "cpu"])
+            }
+            rows.extend(pair.values())
+            if dev != "cpu":
+                ratio = pair[dev]["games_per_s"] / pair["cpu"]["games_per_s"]
+                pair[dev]["over_cpu"] = ratio
+                print(f"  {name}: {dev} {ratio:.2f}x the CPU at {torch.get_num_threads()} threads", flush=True)
+            save()
     if "a2c" in args.phases:
         rows.append(train_row("A2C recipe", A2C, dev, b, 3, **small))
         rows.append(train_row("A2C recipe, big batch", A2C, dev, max(2, b // 4), 2, games_per_batch=args.big, **small))
