@@ -261,11 +261,13 @@ def test_the_median_fill_turn_counts_the_first_turn_as_one_as_the_published_logs
 
 
 @pytest.mark.slow(
-    "trains a tiny study of four runs, each with its final evaluation against the exact table: about 30 s"
+    "trains a tiny study of four runs, each with its final evaluation against the exact table, and writes its "
+    "report: about 40 s"
 )
 def test_study_compare_writes_the_table_the_page_and_its_figures_from_a_study_folder(tmp_path):
     """The verb end to end on a finished (tiny) study whose cell carries a ``row`` label, and an
-    ablation of that cell whose other arm stands beside the row's numbers."""
+    ablation of that cell whose other arm stands beside the row's numbers; its report then sets no
+    cell against the paper's headline (each stands for its own row)."""
     from tiny_study import ROOT as REPO
     from tiny_study import build_study
 
@@ -296,6 +298,13 @@ def test_study_compare_writes_the_table_the_page_and_its_figures_from_a_study_fo
     assert "| a2c_250k | 2 | 2 |" in page  # each seed evaluated once, at 32 games: a point of the paper's curve
     assert "| a2c_250k_unstepped | 2 | 2 |" in page  # the arm beside the same curve
     assert all((out / "published" / name).stat().st_size > 0 for name in ("boxes.png", "curves.png"))
+    # Its report holds each cell against its own row, never against the paper's one headline.
+    from yahtzee_lightning.study.drawing.report import write_report
+
+    write_report(out)
+    claims = (out / "report" / "claims.md").read_text()
+    assert "| against greedy |" in claims and "| against the paper |" not in claims
+    assert "No cell is set against the paper's headline: this study's cells stand for rows" in claims
 
 
 def test_the_engine_check_pools_each_distinct_game_set_once_against_the_published_dp_player():

@@ -64,7 +64,8 @@ CLAIMS_NOTE = (
     "network size at the evaluation nearest its budget (the same games trained), the factorial effects "
     "(contrasts of cell means, Welch-Satterthwaite df), each agent of T1 (picked after the fact) against the "
     "greedy player on each seed's own games (paired) and its mean of games against the paper's headline 241.78 "
-    "(its best A2C's mean over 100,000 games; its abstract calls it a median). Not "
+    "(its best A2C's mean over 100,000 games; its abstract calls it a median), unless the cells stand for the rows "
+    "of a published table, each then held against its own row. Not "
     "resolved at this n: the interval holds 0, so these seeds cannot order the two; a difference as large as the "
     "interval's ends is still possible."
 )

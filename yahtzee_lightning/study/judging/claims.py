@@ -8,7 +8,8 @@ network size at the same games trained (``chain.size_twins``); the factorial eff
 two axes (main effects averaged over the other axis, the interaction) and the linear trend of an
 ordered axis, as contrasts of cell means; each agent of T1 against the greedy player on each seed's own
 final games (paired per seed) and its mean of games against the paper's headline 241.78 (its best A2C's
-mean over 100,000 games, which its abstract calls a median). A difference whose
+mean over 100,000 games, which its abstract calls a median), except in a study whose cells stand for
+the rows of a published table (a ``row`` label: each is held against its own row). A difference whose
 interval holds 0 is "not resolved at this n": the seeds cannot tell the two apart, which is not the
 same as showing they are equal. A cell with no finished seed yet is listed as pending, never ranked.
 Collapsed members (at their last evaluations: their value head explains nothing, their keep head is
@@ -27,6 +28,7 @@ from ..results import COLLAPSE_WINDOW, DEAD_VALUE, FALLEN, NARROW_KEEP, SATURATE
 from . import hypotheses
 from .context import Context, Series, agents, collapsed, markdown_table
 from .factorial import factorial_claims, verdict
+from .published import AXIS as ROW_AXIS
 from .stats import against, paired, welch
 
 PENDING = "pending: not judged"
@@ -143,7 +145,7 @@ def greedy_claims(ctx: Context, ablations: list[str]) -> list[list[str]]:
             continue
         side = "above" if c.effect > 0 else "below"
         rows.append(["against greedy", what, c.text(), verdict(c, f"{side} the greedy player")])
-        if s.ablation and ctx.study.cells[s.cell].task == "full_game":
+        if s.ablation and ctx.study.cells[s.cell].task == "full_game" and not beside_published_rows(ctx.study):
             m = against(f["mean_score"], PAPER_HEADLINE)
             side = "above" if m.effect > 0 else "below"
             what = (
@@ -152,6 +154,12 @@ def greedy_claims(ctx: Context, ablations: list[str]) -> list[list[str]]:
             )
             rows.append(["against the paper", what, m.text(), verdict(m, f"{side} the paper's headline")])
     return rows
+
+
+def beside_published_rows(study) -> bool:
+    """Whether the study's cells stand for rows of a published table (a ``row`` label): each is then held
+    against its own row's number (its hypotheses, ``study compare``), never against one headline."""
+    return any(ROW_AXIS in labels for ab in study.ablations.values() for _, labels in ab.cells)
 
 
 RULE = (
@@ -214,6 +222,13 @@ def write_claims(ctx: Context, path: Path) -> int:
         if rows
         else "No comparison: no ablation has two cells with results.\n"
     ]
+    if beside_published_rows(study):
+        parts += [
+            "",
+            "No cell is set against the paper's headline: this study's cells stand for rows of a published table, "
+            "each held against its own row's numbers (its hypotheses above; `study compare` for every column).",
+            "",
+        ]
     dead = collapse_lines(ctx)
     parts += ["### Collapsed members", ""]
     parts += [RULE, ""] + (dead or ["None: no member had collapsed at its last evaluations."])
