@@ -16,6 +16,7 @@ from yahtzee_lightning.study.judging.published import (
     band,
     engine_check,
     fill_turns,
+    in_whole_games,
     learning_curves,
     load_published,
     matched_arms,
@@ -210,6 +211,25 @@ def test_a_published_curve_must_be_increasing_games_with_finite_means(tmp_path):
     assert load_published(path)["rows"]["a2c_250k"]["curve"][1] == [5000, 180.0]
     bad = [[[5000, 180.0], [2500, 160.0]], [[0, 1.0]], [[2500, "x"]], [], [[2500, 1.0, 2.0]]]
     _each_refused(path, "curve", bad, "\\[games, mean score\\] pairs")
+
+
+def test_a_single_turn_cells_turns_are_counted_as_whole_games_as_the_published_table_counts_them(tmp_path):
+    """A single-turn cell trains on turns (13 a game); its table line and its curve count games."""
+    published = load_published(_published(tmp_path))
+    published["rows"]["a2c_250k"]["curve"] = [[10_400, 150.0]]
+    evals = [{"cell": c, "seed": 0, "stage": "eval", "games": g, "mean_score": 160.0} for c, g in
+             (("turns", 135_200), ("games", 10_400))]  # fmt: skip
+    results = pd.concat([_results({"turns": [200.0], "games": [201.0]}), pd.DataFrame(evals)], ignore_index=True)
+    results.loc[(results["cell"] == "turns") & (results["stage"] == "final"), "games"] *= 13  # 250,000 games
+    study = SimpleNamespace(
+        cells={"turns": SimpleNamespace(task="single_turn"), "games": SimpleNamespace(task="full_game")}
+    )
+    whole = in_whole_games(results, study)
+    lines = seed_lines(whole, {"turns": "a2c_250k", "games": "ppo_50k"})
+    assert [(line["row"], line["games"]) for line in lines] == [("a2c_250k", 250_000), ("ppo_50k", 250_000)]
+    curves = learning_curves(whole, {"turns": "a2c_250k"}, published, ["a2c_250k"])
+    assert curves["a2c_250k"]["matched"] == [(10_400.0, 10.0)]  # 135,200 turns: the paper's point at 10,400 games
+    assert seed_lines(results, {"turns": "a2c_250k"})[0]["games"] == 3_250_000  # as trained, before
 
 
 def test_our_evaluations_are_set_beside_the_papers_curve_at_the_same_games(tmp_path):

@@ -11,6 +11,7 @@ from ..judging.published import (
     BoxGap,
     engine_check,
     fill_turns,
+    in_whole_games,
     learning_curves,
     load_published,
     matched_arms,
@@ -40,7 +41,7 @@ def compare_published(out: str | Path, published_path: str | Path) -> Path:
         study, _ = load_plan(out)
         cells = matched_rows(study, published)
         paper_rows = list(dict.fromkeys(cells.values()))
-        results = collect(out)
+        results = in_whole_games(collect(out), study)
         begun = started(results)
         arms = {c: arm for c, arm in matched_arms(study, cells, published).items() if c in begun}  # once it has started
         published = with_arms(published, arms)

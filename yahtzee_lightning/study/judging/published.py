@@ -163,6 +163,15 @@ def with_arms(published: dict[str, Any], arms: dict[str, tuple[str, str]]) -> di
     return {**published, "rows": {**published["rows"], **added}}
 
 
+def in_whole_games(results: Any, study: Any) -> Any:
+    """``results`` with a single-turn cell's ``games`` counted as the published table counts them:
+    whole games of 13 turns. Such a cell trains on turns (an episode is one turn), so its own count
+    is 13 times larger; a full-game cell's is left as it is."""
+    single = [cell_id for cell_id, cell in study.cells.items() if cell.task == "single_turn"]
+    turns = results["cell"].isin(single)
+    return results.assign(games=results["games"].where(~turns, results["games"] / len(BOX_NAMES)))
+
+
 def seed_lines(results: Any, cells: dict[str, str]) -> list[dict[str, Any]]:
     """``table.csv``'s line of every finished seed of a matched cell, row by row in the order of
     ``cells`` (``results``: the study's collected results, one final row per member)."""
@@ -175,7 +184,7 @@ def seed_lines(results: Any, cells: dict[str, str]) -> list[dict[str, Any]]:
             {
                 "row": cells[r["cell"]],
                 "seed": int(r["seed"]),
-                "games": int(r["games"]),
+                "games": round(r["games"]),
                 "eval_games": int(r["final_games"]),
                 "mean": float(r["mean_score"]),
                 "variance": float(r["sd"]) ** 2,
