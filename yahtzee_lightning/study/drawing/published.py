@@ -235,7 +235,8 @@ def _page(
         "",
         f"Source of the published numbers: {published.get('source', 'the published file')}. Ours: each finished "
         "seed's final evaluation (its games as the recipe says); `table.csv` beside this folder holds every seed's "
-        "line and the paper's.",
+        "line and the paper's, games trained counted as the paper's table counts them (a single-turn run's turns "
+        "as whole games of 13).",
         "",
         "Per row and quantity: the paper's number; our seeds' mean with its 95 % t interval (n - 1 df); the 95 % "
         "prediction interval for one new run, `mean +- t(0.975, n - 1) s sqrt(1 + 1/n)`, which a single published "
