@@ -52,9 +52,15 @@ A2C = str(ROOT / "conf" / "a2c_long.yaml")
 STUDY = str(ROOT / "conf" / "ppo.yaml")
 # The paper's table, one recipe per kind of step (the 1 M rows differ from the 250 k ones in their
 # budget and schedules only), and the single-turn recipe on its own-play cards.
-PAPER = [(r, ROOT / "conf" / "paper" / f"{r}.yaml", {}) for r in ("a2c_250k", "ppo_50k", "ppo_250k", "ppo_250k_shaped")]
-PAPER += [(r, ROOT / "conf" / "paper" / f"{r}.yaml", {}) for r in ("reinforce_250k", "single_turn")]
-PAPER += [("single_turn, own-play cards", ROOT / "conf" / "paper" / "single_turn.yaml", {"start_card": "own_play"})]
+PAPER_CONF = ROOT / "conf" / "paper"
+PAPER = [
+    *(
+        (r, PAPER_CONF / f"{r}.yaml", {})
+        for r in ("a2c_250k", "ppo_50k", "ppo_250k", "ppo_250k_shaped", "reinforce_250k")
+    ),
+    ("single_turn", PAPER_CONF / "single_turn.yaml", {}),
+    ("single_turn, own-play cards", PAPER_CONF / "single_turn.yaml", {"start_card": "own_play"}),
+]
 
 
 class Utilisation:
