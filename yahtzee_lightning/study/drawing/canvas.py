@@ -54,7 +54,8 @@ def new_figure(width: float = 8, height: float = 4.5, ncols: int = 0, per_row: i
 
 def save_figure(fig: Any, path: Path) -> None:
     """Save as PNG, with what the figure says written into the file's text (``Legend``: every
-    legend entry; ``Axes``: each panel's labels and limits), so that a test or a script can read it."""
+    legend entry; ``Axes``: each panel's labels and limits; ``Rows``: each panel's named y ticks), so
+    that a test or a script can read it."""
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
@@ -64,7 +65,9 @@ def save_figure(fig: Any, path: Path) -> None:
         f"y={ax.get_ylabel()} {tuple(round(v, 3) for v in ax.get_ylim())}"
         for ax in fig.axes
     ]
-    fig.savefig(path, dpi=100, metadata={"Legend": " | ".join(legend), "Axes": " | ".join(axes)})
+    rows = [" ; ".join(t.get_text() for t in ax.get_yticklabels() if t.get_text()) for ax in fig.axes]
+    text = {"Legend": " | ".join(legend), "Axes": " | ".join(axes), "Rows": " | ".join(rows)}
+    fig.savefig(path, dpi=100, metadata=text)
     plt.close(fig)
 
 

@@ -55,6 +55,8 @@ def draw_curves(metric: str, ylabel: str, refs: bool = True) -> Callable[[Contex
     return draw
 
 
+#: How a bar chart labels a cell whose seeds have no final evaluation yet (its row stays, without a bar).
+NO_FINAL = "(no final evaluation yet)"
 #: The quantities a member's final evaluation measures anew (the others, head entropies and explained
 #: variance, are the last training batch's, already the curve's last point).
 FINAL_METRICS = ("mean_score", "upper_bonus_rate", "yahtzee_rate", "single_turn_score")
@@ -131,7 +133,8 @@ def last_quarter_change(games: np.ndarray, values: np.ndarray) -> float | None:
 
 def draw_bars(metrics: tuple[tuple[str, str], ...]) -> Callable[[Context, list[str], Path], int]:
     """Final value per cell (horizontal bars, error bars: the interval over seeds), a panel per
-    metric, with the reference lines; rates in %."""
+    metric, with the reference lines; rates in %. A cell with no final evaluation yet keeps its row,
+    labelled so, rather than reading as an empty bar."""
 
     def draw(ctx: Context, ablations: list[str], path: Path) -> int:
         series = ctx.all_series(ablations)
@@ -166,7 +169,10 @@ def draw_bars(metrics: tuple[tuple[str, str], ...]) -> Callable[[Context, list[s
             if scale != 1:  # a rate, in % from 0 to a little above the highest value drawn
                 ends = [scale * (st.high if st.has_interval else st.mean) for st in stats]
                 ax.set_xlim(0, min(100.0, 1.08 * max([*top, *(e for e in ends if not math.isnan(e)), 0])) or 1)
-            ax.set_yticks(y, [s.label for s in series] if i == 0 else [""] * len(series), fontsize=8)
+            names = [
+                s.label + (f" {NO_FINAL}" if math.isnan(st.mean) else "") for s, st in zip(series, stats, strict=True)
+            ]
+            ax.set_yticks(y, names if i == 0 else [""] * len(series), fontsize=8)
             ax.invert_yaxis()
             ax.set_xlabel(xlabel)
             if i == len(metrics) - 1:  # beside the last panel, never over a bar or its error bar
