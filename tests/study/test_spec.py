@@ -299,3 +299,15 @@ def test_pbt_pauses_a_member_only_where_the_population_does_not_fit_its_slots(mo
     ]:
         monkeypatch.setattr(PopulationBasedTraining, "on_trial_result", lambda self, *a, said=ray_says: said)
         assert pbt.on_trial_result(None, None, {}) == want
+
+
+def test_the_study_command_s_help_names_every_verb_it_has():
+    """Its first line listed five verbs of seven (compare and prose were missing)."""
+    import argparse
+
+    from yahtzee_lightning.commands.study import _parser
+
+    parser = _parser()
+    (verbs,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    named = parser.description.split(":")[0].removeprefix("yahtzee-lightning study ").split("|")
+    assert sorted(named) == sorted(verbs.choices)

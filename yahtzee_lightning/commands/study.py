@@ -1,12 +1,14 @@
-"""``yahtzee-lightning study run|check|report|push|pull``: run a study file's cells on Ray Tune, draw its
-report, and keep its weights on the Hub.
+"""``yahtzee-lightning study run|check|report|compare|prose|push|pull``: run a study file's cells on Ray
+Tune, draw its report, set it beside a paper's numbers, and keep its weights on the Hub.
 
 ``study run FILE --profile P --out DIR`` checks the file, then runs (or resumes) every cell on a
 local Ray instance sized to the cores, or on the Ray cluster at ``--address``; ``study report DIR``
 writes ``DIR/report/`` (a file per exhibit, named by its id, and ``index.md``); ``study check FILE``
-only checks the file and lists its cells. ``study push DIR --repo-id ID`` uploads the study's run
-folders (weights, histories, configs) as a Hub dataset repo; ``study pull ID --revision REV DIR``
-puts them back into a study folder (``study/weights.py``): weights stay out of git.
+only checks the file and lists its cells. ``study compare DIR --published FILE`` writes
+``DIR/table.csv`` and ``DIR/published/`` (ours beside a paper's published rows); ``study prose``
+fills the numbers a README marks from the report's tables. ``study push DIR --repo-id ID`` uploads
+the study's run folders (weights, histories, configs) as a Hub dataset repo; ``study pull ID
+--revision REV DIR`` puts them back into a study folder (``study/weights.py``): weights stay out of git.
 
 Needs the study extra (Ray, pandas, matplotlib, SciPy): pip install 'yahtzee-lightning[study]'.
 """
