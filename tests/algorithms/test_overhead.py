@@ -194,9 +194,9 @@ def test_collection_and_the_update_tell_the_network_the_rows_rolls(monkeypatch):
     seen = []
     real = PolicyValueNet.heads
 
-    def heads(self, h, box_mask, rolls=None):
+    def heads(self, h, box_mask, rolls=None, dropout_mask=None):
         seen.append(rolls)
-        return real(self, h, box_mask, rolls)
+        return real(self, h, box_mask, rolls, dropout_mask)
 
     monkeypatch.setattr(PolicyValueNet, "heads", heads)
     model = bare_model(dropout=0.1)
@@ -215,9 +215,9 @@ def test_a_minibatch_of_random_steps_runs_each_head_on_its_own_rows_only(monkeyp
     seen = []
     real = PolicyValueNet.heads
 
-    def heads(self, h, box_mask, rolls=None):
+    def heads(self, h, box_mask, rolls=None, dropout_mask=None):
         seen.append(rolls)
-        return real(self, h, box_mask, rolls)
+        return real(self, h, box_mask, rolls, dropout_mask)
 
     model = bare_model(minibatch="steps", normalize_over="batch", games_per_minibatch=2)
     batch = model.collect()

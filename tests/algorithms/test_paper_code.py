@@ -98,6 +98,48 @@ def test_an_upper_head_is_a_fourth_output_and_only_where_it_was_built():
         plain(td, upper=True)
 
 
+def test_the_published_layout_builds_the_codes_blocks_and_its_heads_act_under_their_own_masks():
+    """The code's ``Block`` is Linear -> activation -> LayerNorm -> Dropout; its keep and box heads
+    are a Block, another Dropout and the output layer; its value and upper heads a Block without
+    dropout. The heads' masks come after the trunk's in one draw, so they are recorded and replayed."""
+    from torch import nn
+
+    from yahtzee_lightning.nn import ReplayDropout
+
+    def kinds(layers):
+        return [type(m).__name__ for m in layers]
+
+    torch.manual_seed(0)
+    net = PolicyValueNet(d_h=8, n_layers=2, head_hidden=6, dropout=0.1, upper_head=True, layout="published")
+    assert kinds(net.trunk) == ["Linear", "SiLU", "LayerNorm", "ReplayDropout"] * 2
+    policy = ["Linear", "SiLU", "LayerNorm", "ReplayDropout", "ReplayDropout", "Linear"]
+    assert kinds(net.roll_head) == kinds(net.score_head) == policy
+    assert kinds(net.value_head) == kinds(net.upper_head) == ["Linear", "SiLU", "LayerNorm", "Linear"]
+    assert net.dropout_shape == (2 + 4, 8)  # the trunk's two layers, then two a policy head
+    assert PolicyValueNet(**net.config).config["layout"] == "published"  # its config rebuilds it
+    standard = PolicyValueNet(d_h=8, n_layers=2, head_hidden=6, dropout=0.1)
+    assert "layout" not in standard.config and standard.dropout_shape == (2, 8)  # older agents: as they were
+    assert kinds(standard.trunk)[:3] == ["Linear", "LayerNorm", "SiLU"] and kinds(standard.roll_head)[-2:] == [
+        "SiLU",
+        "Linear",
+    ]
+    without_norm = PolicyValueNet(d_h=8, n_layers=1, head_hidden=6, layer_norm=False, layout="published")
+    assert not any(isinstance(m, nn.LayerNorm) for m in without_norm.modules())
+    assert PolicyValueNet(d_h=8, n_layers=1, dropout=0.0, layout="published").dropout_shape is None
+    assert sum(isinstance(m, ReplayDropout) for m in net.modules()) == 6
+    # The heads' masks reach the heads: the same trunk masks, the keep head's dropped, move only its logits.
+    td = _state([1, 2, 3, 4, 6], [OPEN] * 13, roll=0)
+    td[K.BOX_MASK] = torch.ones(1, 13, dtype=torch.bool)
+    mask = net.draw_dropout_mask(1)
+    mask[:, 2:] = 1.0
+    dropped = mask.clone()
+    dropped[:, 2, :6] = 0.0  # every unit of the keep head's first dropout layer
+    kept, lost = net(td, None, mask), net(td, None, dropped)
+    assert not torch.allclose(kept[0], lost[0]) and torch.equal(kept[1], lost[1]) and torch.equal(kept[2], lost[2])
+    with pytest.raises(ValueError, match="layout must be one of"):
+        PolicyValueNet(layout="paper")
+
+
 def _batch_model(cls=A2C, **kw):
     torch.manual_seed(0)
     model = cls(**TINY, total_games=8, games_per_batch=4, upper_score_weight=1.0, **kw)
@@ -160,21 +202,29 @@ def _first_log_probs(**settings) -> tuple[torch.Tensor, torch.Tensor]:
     return firsts[0]
 
 
-def test_ppo_at_the_codes_settings_differentiates_the_policy_that_acted():
+@pytest.mark.parametrize("layout", ["standard", "published"])
+def test_ppo_at_the_codes_settings_differentiates_the_policy_that_acted(layout):
     """Minibatches of random steps, normalised once over the batch, with the upper head and shaping:
-    the first minibatch's log-probabilities are the recorded ones (its first ratio is 1)."""
+    the first minibatch's log-probabilities are the recorded ones (its first ratio is 1); in the
+    code's layout too, whose heads' dropout masks are recorded and replayed with the trunk's."""
     recorded, learned = _first_log_probs(
-        dropout=0.1, minibatch="steps", normalize_over="batch", upper_score_weight=1.0, upper_shaping=1.0
+        dropout=0.1,
+        minibatch="steps",
+        normalize_over="batch",
+        upper_score_weight=1.0,
+        upper_shaping=1.0,
+        layout=layout,
     )
     torch.testing.assert_close(learned, recorded, rtol=0, atol=1e-6)
     assert float((learned - recorded).exp().max()) == pytest.approx(1.0, abs=1e-6)
 
 
+@pytest.mark.parametrize("layout", ["standard", "published"])
 @pytest.mark.parametrize(("dropout", "replayed"), [(0.1, False), (0.0, False), (0.1, True)])
-def test_without_its_masks_replayed_the_update_learns_another_policy_than_the_one_that_acted(dropout, replayed):
+def test_without_its_masks_replayed_the_update_learns_another_policy_than_the_one_that_acted(dropout, replayed, layout):
     """``replay_dropout: false`` (the published code's handling): the update draws fresh dropout masks,
     so PPO's first ratio is not 1; the masks are the whole difference (none without dropout)."""
-    recorded, learned = _first_log_probs(dropout=dropout, replay_dropout=replayed)
+    recorded, learned = _first_log_probs(dropout=dropout, replay_dropout=replayed, layout=layout)
     gap = float((learned - recorded).abs().max())
     assert gap > 1e-3 if dropout and not replayed else gap < 1e-6
 

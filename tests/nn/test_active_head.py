@@ -33,11 +33,12 @@ def assert_active_parts_equal(part, full, roll: torch.Tensor, box_mask: torch.Te
     assert torch.isneginf(placeholder_box[~box_mask[rolling]]).all()
 
 
+@pytest.mark.parametrize("layout", ["standard", "published"])
 @pytest.mark.parametrize("roll_head", ["categorical", "bernoulli"])
 @pytest.mark.parametrize("dropout", [0.0, 0.2])
-def test_whole_turns_give_the_full_forward_on_the_heads_that_act(roll_head, dropout):
+def test_whole_turns_give_the_full_forward_on_the_heads_that_act(roll_head, dropout, layout):
     torch.manual_seed(1)
-    net = PolicyValueNet(d_h=16, n_layers=2, head_hidden=8, roll_head=roll_head, dropout=dropout)
+    net = PolicyValueNet(d_h=16, n_layers=2, head_hidden=8, roll_head=roll_head, dropout=dropout, layout=layout)
     obs = whole_turns()
     mask = net.draw_dropout_mask(obs.shape[0])
     full = net(obs, None, mask)
@@ -50,15 +51,19 @@ def test_whole_turns_give_the_full_forward_on_the_heads_that_act(roll_head, drop
         assert_active_parts_equal(one, tuple(x[rows] for x in full), sub["roll"], sub["box_mask"])
 
 
+@pytest.mark.parametrize("layout", ["standard", "published"])
 @pytest.mark.parametrize("split", [True, False], ids=["split", "unsplit"])
 @pytest.mark.parametrize("roll_head", ["categorical", "bernoulli"])
-def test_rows_in_any_order_given_their_rolls_give_the_full_forward_on_the_heads_that_act(roll_head, split, monkeypatch):
+def test_rows_in_any_order_given_their_rolls_give_the_full_forward_on_the_heads_that_act(
+    roll_head, split, layout, monkeypatch
+):
     """PPO's minibatches of random steps: each row's roll as a tensor, each head on its own rows
-    (split: the CPU's way) or on every row with the other zeroed (a GPU's way, run here on the CPU)."""
+    (split: the CPU's way) or on every row with the other zeroed (a GPU's way, run here on the CPU);
+    a published layout's heads under their own rows' masks."""
     if not split:
         monkeypatch.setattr(network, "SPLIT_ROWS_DEVICES", frozenset())
     torch.manual_seed(4)
-    net = PolicyValueNet(d_h=16, n_layers=2, head_hidden=8, roll_head=roll_head, dropout=0.2)
+    net = PolicyValueNet(d_h=16, n_layers=2, head_hidden=8, roll_head=roll_head, dropout=0.2, layout=layout)
     obs = whole_turns()[torch.randperm(36)]
     mask = net.draw_dropout_mask(obs.shape[0])
     full = net(obs, None, mask)
@@ -70,9 +75,10 @@ def test_rows_in_any_order_given_their_rolls_give_the_full_forward_on_the_heads_
         assert_active_parts_equal(one, tuple(x[rows] for x in full), sub["roll"], sub["box_mask"])
 
 
-def test_a_stacked_pack_leaves_out_the_same_heads():
+@pytest.mark.parametrize("layout", ["standard", "published"])
+def test_a_stacked_pack_leaves_out_the_same_heads(layout):
     torch.manual_seed(2)
-    members = [PolicyValueNet(d_h=16, n_layers=1, head_hidden=8, dropout=0.0) for _ in range(2)]
+    members = [PolicyValueNet(d_h=16, n_layers=1, head_hidden=8, dropout=0.0, layout=layout) for _ in range(2)]
     stacked = StackedNet(members[0], 2).load_(members)
     obs = whole_turns(games=6)  # member-major: each member's 3 games, whole turns
     full = stacked(obs)
@@ -80,13 +86,14 @@ def test_a_stacked_pack_leaves_out_the_same_heads():
     assert_active_parts_equal(part, full, obs["roll"], obs["box_mask"])
 
 
+@pytest.mark.parametrize("layout", ["standard", "published"])
 @pytest.mark.parametrize("split", [True, False], ids=["split", "unsplit"])
-def test_the_gradient_of_a_loss_is_the_one_of_every_head_on_every_row(split, monkeypatch):
+def test_the_gradient_of_a_loss_is_the_one_of_every_head_on_every_row(split, layout, monkeypatch):
     """What the update differentiates is unchanged: the inactive head had no gradient anyway."""
     if not split:
         monkeypatch.setattr(network, "SPLIT_ROWS_DEVICES", frozenset())
     torch.manual_seed(3)
-    net = PolicyValueNet(d_h=16, n_layers=2, head_hidden=8, dropout=0.1)
+    net = PolicyValueNet(d_h=16, n_layers=2, head_hidden=8, dropout=0.1, layout=layout)
     obs = whole_turns()
     mask = net.draw_dropout_mask(obs.shape[0])
     rolling = obs["roll"] < 2

@@ -14,6 +14,7 @@ from yahtzee_lightning.nn.ensemble import StackedNet
         {"dice_encoder": "combined"},
         {"dice_encoder": "pos_emb", "roll_head": "bernoulli"},
         {"dice_encoder": "emb", "layer_norm": False, "features": "all"},
+        {"dice_encoder": "onehot", "layout": "published"},  # LayerNorm and dropout in the heads
     ],
 )
 def test_the_stacked_forward_is_each_members_forward(config):

@@ -122,6 +122,7 @@ class OnPolicyAlgorithm(
         head_hidden: int = 256,
         roll_head: str = "categorical",
         d_emb: int = 8,
+        layout: str = "standard",
         lr: float = 1e-4,
         r_alpha: float = 0.01,
         warmup: float = 0.05,

@@ -123,6 +123,7 @@ class Settings:
         "head_hidden",
         "roll_head",
         "d_emb",
+        "layout",
     )
 
     @classmethod

@@ -1,6 +1,6 @@
 """The policy/value network and its TorchRL actor."""
 
-from .network import DICE_ENCODERS, ROLL_HEADS, WHOLE_TURNS, PolicyValueNet, ReplayDropout, transfer_weights
+from .network import DICE_ENCODERS, LAYOUTS, ROLL_HEADS, WHOLE_TURNS, PolicyValueNet, ReplayDropout
 from .policy import (
     DROPOUT_MASK,
     FEATURES,
@@ -16,11 +16,13 @@ from .policy import (
     make_actor,
     make_critic,
 )
+from .transfer import transfer_weights
 
 __all__ = [
     "DICE_ENCODERS",
     "DROPOUT_MASK",
     "FEATURES",
+    "LAYOUTS",
     "LOG_PROB",
     "ROLL_HEADS",
     "VALUE",

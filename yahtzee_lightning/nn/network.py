@@ -24,6 +24,12 @@ from ..untrusted import check_size
 
 DICE_ENCODERS = ("onehot", "bin", "combined", "emb", "pos_emb")
 ROLL_HEADS = ("categorical", "bernoulli")
+#: ``standard``: a trunk layer is Linear -> LayerNorm -> activation -> Dropout and a head Linear ->
+#: activation -> Linear. ``published``: the paper's published code's blocks (its ``modules/``): a
+#: trunk layer Linear -> activation -> LayerNorm -> Dropout; the keep and box heads the same block,
+#: a second Dropout and the output Linear; the value and upper heads the block without dropout and
+#: the output Linear.
+LAYOUTS = ("standard", "published")
 ACTIVATIONS = {"silu": nn.SiLU, "relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU}
 _FIXED_DICE = {"onehot": "dice_onehot", "bin": "dice_bin", "combined": "dice_combined"}
 _DICE_FEATURES = {"dice_onehot", "dice_bin", "dice_combined"}
@@ -95,6 +101,9 @@ class PolicyValueNet(nn.Module):
         upper_head: a fourth head that predicts the game's final upper-section sum, as
             ``(sum - 63) / 63`` (the published code's auxiliary regression; its prediction is the
             potential of upper-score shaping). Read with ``forward(..., upper=True)``.
+        layout: ``standard`` or ``published`` (``LAYOUTS``): where LayerNorm sits and whether the
+            heads have LayerNorm and dropout. The heads' dropout masks are drawn, recorded and
+            replayed with the trunk's (``draw_dropout_mask``).
     """
 
     #: Its forward takes ``rolls`` (``heads``); a network without it is given none.
@@ -114,6 +123,7 @@ class PolicyValueNet(nn.Module):
         d_emb: int = 8,
         rules: dict | None = None,
         upper_head: bool = False,
+        layout: str = "standard",
     ) -> None:
         super().__init__()
         self.config = {
@@ -131,6 +141,8 @@ class PolicyValueNet(nn.Module):
         }
         if upper_head:  # only where there is one: older configs rebuild as they were
             self.config["upper_head"] = True
+        if _check("layout", layout, LAYOUTS) != "standard":  # the same: only where it is not the default
+            self.config["layout"] = layout
         if not 0.0 <= self.config["dropout"] < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
         self.rules = Rules.from_dict(rules)
@@ -144,29 +156,43 @@ class PolicyValueNet(nn.Module):
             size = self.dice_embedding.size + (feature_size(self.feature_names) if self.feature_names else 0)
         self.fixed_size = feature_size(self.feature_names) if self.feature_names else 0
         act = ACTIVATIONS[activation]
+        published = layout == "published"
+
+        def norm(width: int) -> nn.Module:
+            return nn.LayerNorm(width) if layer_norm else nn.Identity()
+
         layers: list[nn.Module] = []
         for _ in range(n_layers):
-            layers += [nn.Linear(size, d_h), nn.LayerNorm(d_h) if layer_norm else nn.Identity(), act()]
+            layers += [nn.Linear(size, d_h), *((act(), norm(d_h)) if published else (norm(d_h), act()))]
             if dropout > 0:
                 layers.append(ReplayDropout(dropout))
             size = d_h
         self.trunk = nn.Sequential(*layers)
 
-        def head(n_out: int) -> nn.Sequential:
-            return nn.Sequential(nn.Linear(size, head_hidden), act(), nn.Linear(head_hidden, n_out))
+        def head(n_out: int, drops: int = 0) -> nn.Sequential:
+            if not published:
+                return nn.Sequential(nn.Linear(size, head_hidden), act(), nn.Linear(head_hidden, n_out))
+            dropping = [ReplayDropout(dropout) for _ in range(drops if dropout > 0 else 0)]
+            return nn.Sequential(
+                nn.Linear(size, head_hidden), act(), norm(head_hidden), *dropping, nn.Linear(head_hidden, n_out)
+            )
 
         self.keep_width = N_KEEPS if roll_head == "categorical" else N_DICE  # the keep head's outputs
-        self.roll_head = head(self.keep_width)
-        self.score_head = head(N_BOXES)
+        self.roll_head = head(self.keep_width, drops=2)  # the code's block's Dropout, then its head's own
+        self.score_head = head(N_BOXES, drops=2)
         self.value_head = head(1)
         self.value_activation = nn.ELU()  # a module, so that a stacked copy can apply it member by member
         self.upper_head = head(1) if upper_head else None
 
     @property
     def dropout_shape(self) -> tuple[int, int] | None:
-        """``(dropout layers, width)`` of one state's dropout mask (None: a network without dropout)."""
+        """``(dropout layers, width)`` of one state's dropout mask (None: a network without dropout):
+        the trunk's layers, then the keep head's and the box head's (the ``published`` layout), each
+        layer using the first ``width`` of its row that it needs."""
         n = sum(isinstance(m, ReplayDropout) for m in self.trunk)
-        return (n, self.config["d_h"]) if n else None
+        heads = len(_drops(self.roll_head)) + len(_drops(self.score_head))
+        width = self.config["d_h"] if not heads else max(self.config["d_h"], self.config["head_hidden"])
+        return (n + heads, width) if n + heads else None
 
     def draw_dropout_mask(
         self, n: int, generator: torch.Generator | Sequence[torch.Generator] | None = None
@@ -231,20 +257,22 @@ class PolicyValueNet(nn.Module):
         if upper and self.upper_head is None:
             raise ValueError("this network has no upper-score head (build it with upper_head=True)")
         h = self.encode(obs, features)
-        layer = 0
-        for module in self.trunk:
-            if isinstance(module, ReplayDropout):
-                h = module(h, None if dropout_mask is None else dropout_mask[:, layer])
-                layer += 1
-            else:
-                h = module(h)
-        out = self.heads(h, obs[K.BOX_MASK], rolls)
+        trunk_masks = len(_drops(self.trunk))
+        h = _through(self.trunk, h, None if dropout_mask is None else dropout_mask[:, :trunk_masks])
+        heads = dropout_mask is not None and dropout_mask.shape[1] > trunk_masks  # a published layout's
+        head_masks = dropout_mask[:, trunk_masks:] if heads else None
+        out = self.heads(h, obs[K.BOX_MASK], rolls, head_masks)
         return (*out, self.upper_head(h).squeeze(-1)) if upper else out
 
     def heads(
-        self, h: torch.Tensor, box_mask: torch.Tensor, rolls: int | str | torch.Tensor | None = None
+        self,
+        h: torch.Tensor,
+        box_mask: torch.Tensor,
+        rolls: int | str | torch.Tensor | None = None,
+        dropout_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The three heads on the trunk's output ``h`` (N, d_h).
+        """The three heads on the trunk's output ``h`` (N, d_h); ``dropout_mask``: (N, layers, width)
+        masks of the keep head's dropout layers, then the box head's (a ``published`` layout's).
 
         A step uses one policy head: the keep head before the last roll, the box head at it. The
         other head's logits never reach an action, a log-probability or a gradient, so where the
@@ -256,8 +284,24 @@ class PolicyValueNet(nn.Module):
         random steps), each head run on its own rows.
         """
         value = self.value_activation(self.value_head(h).squeeze(-1))
+        k = len(_drops(self.roll_head))
+        keep_masks = None if dropout_mask is None else dropout_mask[:, :k]
+        box_masks = None if dropout_mask is None else dropout_mask[:, k:]
+
+        def on_rows(head: nn.Sequential, masks: torch.Tensor | None, rows: torch.Tensor | None) -> torch.Tensor:
+            """``head`` on the rows ``rows`` (None: all), each under its own masks."""
+            if rows is None:
+                return _through(head, h, masks)
+            return _through(head, h[rows], None if masks is None else masks[rows])
+
+        def keep_head(rows: torch.Tensor | None = None) -> torch.Tensor:
+            return on_rows(self.roll_head, keep_masks, rows)
+
+        def box_head(rows: torch.Tensor | None = None) -> torch.Tensor:
+            return on_rows(self.score_head, box_masks, rows)
+
         if rolls is None:
-            roll_logits, box_logits = self.roll_head(h), self.score_head(h)
+            roll_logits, box_logits = keep_head(), box_head()
         elif isinstance(rolls, torch.Tensor):
             if rolls.shape != h.shape[:1]:
                 raise ValueError(
@@ -266,24 +310,28 @@ class PolicyValueNet(nn.Module):
             rolling = rolls < N_ROLLS - 1
             if h.device.type in SPLIT_ROWS_DEVICES:
                 keeps, boxes = rolling.nonzero().squeeze(-1), (~rolling).nonzero().squeeze(-1)
-                roll_logits = h.new_zeros(h.shape[0], self.keep_width).index_copy(0, keeps, self.roll_head(h[keeps]))
-                box_logits = h.new_zeros(h.shape[0], N_BOXES).index_copy(0, boxes, self.score_head(h[boxes]))
+                roll_logits = h.new_zeros(h.shape[0], self.keep_width).index_copy(0, keeps, keep_head(keeps))
+                box_logits = h.new_zeros(h.shape[0], N_BOXES).index_copy(0, boxes, box_head(boxes))
             else:  # no split (its row counts would wait for the device): every head, the other zeroed
-                roll_logits = torch.where(rolling.unsqueeze(-1), self.roll_head(h), 0.0)
-                box_logits = torch.where(rolling.unsqueeze(-1), 0.0, self.score_head(h))
+                roll_logits = torch.where(rolling.unsqueeze(-1), keep_head(), 0.0)
+                box_logits = torch.where(rolling.unsqueeze(-1), 0.0, box_head())
         elif rolls == WHOLE_TURNS:
             if h.shape[0] % N_ROLLS:
                 raise ValueError(f"rows in whole turns come in multiples of {N_ROLLS}; got {h.shape[0]} rows")
-            turns = h.unflatten(0, (-1, N_ROLLS))
-            keep = self.roll_head(turns[:, : N_ROLLS - 1].flatten(0, 1)).unflatten(0, (-1, N_ROLLS - 1))
-            box = self.score_head(turns[:, N_ROLLS - 1]).unsqueeze(1)  # (turns, 1, 13)
+            turns = h.unflatten(0, (-1, N_ROLLS))  # (turns, rolls, d_h); the masks alike
+            km, bm = (None if m is None else m.unflatten(0, (-1, N_ROLLS)) for m in (keep_masks, box_masks))
+            rolled = turns[:, : N_ROLLS - 1].flatten(0, 1)
+            keep = _through(self.roll_head, rolled, None if km is None else km[:, : N_ROLLS - 1].flatten(0, 1))
+            keep = keep.unflatten(0, (-1, N_ROLLS - 1))
+            box = _through(self.score_head, turns[:, N_ROLLS - 1], None if bm is None else bm[:, N_ROLLS - 1])
+            box = box.unsqueeze(1)  # (turns, 1, 13)
             roll_logits = F.pad(keep, (0, 0, 0, 1)).flatten(0, 1)  # zeros at each turn's last roll
             box_logits = F.pad(box, (0, 0, N_ROLLS - 1, 0)).flatten(0, 1)  # and at its first two
         elif isinstance(rolls, int) and 0 <= rolls < N_ROLLS:
             if rolls < N_ROLLS - 1:
-                roll_logits, box_logits = self.roll_head(h), h.new_zeros(h.shape[0], N_BOXES)
+                roll_logits, box_logits = keep_head(), h.new_zeros(h.shape[0], N_BOXES)
             else:
-                roll_logits, box_logits = h.new_zeros(h.shape[0], self.keep_width), self.score_head(h)
+                roll_logits, box_logits = h.new_zeros(h.shape[0], self.keep_width), box_head()
         else:
             raise ValueError(
                 f"rolls must be None, a roll index 0..{N_ROLLS - 1}, {WHOLE_TURNS!r} or a tensor of the rows' rolls; "
@@ -292,52 +340,29 @@ class PolicyValueNet(nn.Module):
         return roll_logits, box_logits.masked_fill(~box_mask, float("-inf")), value
 
 
+def _drops(layers: nn.Sequential) -> list[ReplayDropout]:
+    """The dropout layers of a trunk or a head, in order."""
+    return [m for m in layers if isinstance(m, ReplayDropout)]
+
+
+def _through(layers: nn.Sequential, x: torch.Tensor, masks: torch.Tensor | None) -> torch.Tensor:
+    """``layers`` on ``x``, its dropout layers under ``masks`` (``(..., layers, width)``, each
+    layer taking the first of ``width`` it needs); None: each as ``nn.Dropout`` in the mode."""
+    if masks is None:
+        return layers(x)
+    j = 0
+    for module in layers:
+        if isinstance(module, ReplayDropout):
+            x = module(x, masks[..., j, : x.shape[-1]])
+            j += 1
+        else:
+            x = module(x)
+    return x
+
+
 #: ``rolls`` of ``PolicyValueNet.heads`` for rows in whole turns (rolls 0, 1, 2, 0, 1, 2, ...).
 WHOLE_TURNS = "whole_turns"
 #: Devices on which rows given their rolls as a tensor are split by head, each head run on its own
 #: rows (arithmetic saved where it is the cost); elsewhere every head runs on every row and the other
 #: head's logits are zeroed, with no host sync for the split's sizes (a GPU is bound by its host).
 SPLIT_ROWS_DEVICES = frozenset({"cpu"})
-
-
-def transfer_weights(source: PolicyValueNet, target: PolicyValueNet, reset_value_head: bool = False) -> None:
-    """Start ``target`` from ``source``'s weights (a fine-tune, a transfer to another task).
-
-    The two networks must be the same shape (dropout apart: it has no weights, and layers are
-    matched by ``PolicyValueNet.layer_key``), except that ``target`` may see more features
-    appended after ``source``'s (e.g. the ``two_player`` preset after ``full_game``): their
-    first-layer weights start at zero, so ``target`` plays exactly as ``source`` until it learns
-    to use them. ``reset_value_head`` zeroes the value head's output layer (the value starts at
-    0): for a fine-tune to a reward on another scale (a +1/-1 match result instead of points),
-    where the old values would make every advantage wrong.
-    """
-    old = {source.layer_key(k): v for k, v in source.state_dict().items()}
-    new = target.state_dict()
-    names = {target.layer_key(k): k for k in new}  # the target's own key of each layer's weight
-    src_names, dst_names = source.feature_names, target.feature_names
-    widened = dst_names != src_names
-    if widened and dst_names[: len(src_names)] != src_names:
-        raise ValueError(
-            f"the networks see different features: {list(src_names)} and {list(dst_names)} "
-            "(the new features may only be appended after the old ones)"
-        )
-    first = "trunk.0.weight"
-    for key, value in old.items():
-        if key not in names:
-            raise ValueError(f"the networks differ: {key} is only in the source")
-        name = names[key]
-        if widened and name == first and value.shape[0] == new[name].shape[0]:
-            grown = torch.zeros_like(new[name])
-            grown[:, : value.shape[1]] = value
-            value = grown
-        if value.shape != new[name].shape:
-            raise ValueError(f"the networks differ in {name}: {tuple(value.shape)} and {tuple(new[name].shape)}")
-        new[name] = value
-    missing = set(names) - set(old)
-    if missing:
-        raise ValueError(f"the networks differ: {sorted(missing)} only in the target")
-    if reset_value_head:
-        last = target.value_head[-1]
-        new[f"value_head.{len(target.value_head) - 1}.weight"] = torch.zeros_like(last.weight)
-        new[f"value_head.{len(target.value_head) - 1}.bias"] = torch.zeros_like(last.bias)
-    target.load_state_dict(new)
