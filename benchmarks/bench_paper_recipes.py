@@ -5,7 +5,10 @@ through ``learn``: schedules, upper-score targets and shaping included), interle
 with the baseline so that a machine's load falls on all alike; the figure of merit is each
 recipe's games per second as a ratio to the baseline's in the same round.
 
-    python benchmarks/bench_paper_recipes.py [--updates 8] [--rounds 3] [--json out.json]
+    python benchmarks/bench_paper_recipes.py [--updates 8] [--rounds 3] [--recipes ...] [--json out.json]
+
+``--recipes`` also takes an ablation's variant of a recipe (``VARIANTS``: the published code's
+network layout on PPO 250 k).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from _common import write_json  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = ("faithful 600x3 A2C", ROOT / "conf" / "a2c.yaml", {"gae_lambda": 0.0})
 RECIPES = ("a2c_250k", "ppo_250k", "ppo_250k_shaped", "reinforce_250k", "single_turn")
+#: A recipe with settings of an ablation: (its recipe, the settings changed).
+VARIANTS = {"ppo_250k_published_layout": ("ppo_250k", {"layout": "published"})}
 
 
 def build(path: Path, extra: dict) -> algorithms.OnPolicyAlgorithm:
@@ -56,13 +61,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--updates", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=list(RECIPES))
+    parser.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=[*RECIPES, *VARIANTS])
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     torch.manual_seed(0)
     models = {BASELINE[0]: build(BASELINE[1], BASELINE[2])}
-    models |= {r: build(ROOT / "conf" / "paper" / f"{r}.yaml", {}) for r in args.recipes}
+    for name in args.recipes:
+        recipe, settings = VARIANTS.get(name, (name, {}))
+        models[name] = build(ROOT / "conf" / "paper" / f"{recipe}.yaml", settings)
     ratios: dict[str, list[float]] = {name: [] for name in models}
     speeds: dict[str, list[float]] = {name: [] for name in models}
     for _ in range(args.rounds):
