@@ -189,8 +189,7 @@ class PolicyValueNet(nn.Module):
         """``(dropout layers, width)`` of one state's dropout mask (None: a network without dropout):
         the trunk's layers, then the keep head's and the box head's (the ``published`` layout), each
         layer using the first ``width`` of its row that it needs."""
-        n = sum(isinstance(m, ReplayDropout) for m in self.trunk)
-        heads = len(_drops(self.roll_head)) + len(_drops(self.score_head))
+        n, heads = len(_drops(self.trunk)), len(_drops(self.roll_head)) + len(_drops(self.score_head))
         width = self.config["d_h"] if not heads else max(self.config["d_h"], self.config["head_hidden"])
         return (n + heads, width) if n + heads else None
 
