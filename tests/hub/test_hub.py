@@ -18,6 +18,7 @@ from safetensors.torch import load_file, save_file
 
 from yahtzee_lightning.algorithms import PPO, Reinforce
 from yahtzee_lightning.cli import main
+from yahtzee_lightning.env import YahtzeeEnv
 from yahtzee_lightning.env.features import sees_opponents
 from yahtzee_lightning.evaluation import evaluate
 from yahtzee_lightning.evaluation.match import play_matches
@@ -69,6 +70,25 @@ def test_save_and_load_round_trip(tmp_path):
     # ``card``: the folder's README.md once loaded; before saving, the card save_pretrained would write.
     assert loaded.card == (folder / "README.md").read_text()
     assert YahtzeeAgent(loaded.net, loaded.training, loaded.evaluation).card == loaded.card
+
+
+def test_an_agent_in_the_published_layout_loads_as_it_was_saved(tmp_path):
+    """``layout`` is in the network's config only where it is not the default: an agent in the
+    published code's layout rebuilds in it (another layout's weights would not load)."""
+    torch.manual_seed(0)
+    net = PolicyValueNet(**TINY, layout="published", rules=RULES.to_dict()).eval()
+    folder = YahtzeeAgent(net, {"name": "code", "algorithm": "PPO", "games": 0}).save_pretrained(tmp_path / "code")
+    assert json.loads((folder / "config.json").read_text())["network"]["layout"] == "published"
+    loaded = YahtzeeAgent.from_pretrained(folder)
+    _assert_same_weights(loaded.net.state_dict(), net.state_dict())
+    obs = YahtzeeEnv(4, seed=0, rules=RULES).reset()
+    for got, want in zip(loaded.net(obs), net(obs), strict=True):
+        assert torch.equal(got, want)
+    config = json.loads((folder / "config.json").read_text())
+    config["network"]["layout"] = "standard"
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(AgentFormatError, match="weights do not match the config"):  # its layers differ
+        YahtzeeAgent.from_pretrained(folder)
 
 
 def test_bad_artefacts_say_what_is_wrong(tmp_path):
