@@ -186,6 +186,33 @@ def test_the_upper_head_learns_its_target_in_every_algorithm(cls):
     assert any(not torch.equal(before[k], after[k]) for k in before)
 
 
+@pytest.mark.parametrize("cls", [A2C, PPO, Reinforce], ids=lambda c: c.__name__)
+def test_an_unlearnt_upper_head_shapes_with_its_starting_weights_and_its_loss_moves_nothing(cls):
+    """``learn_upper_head: false``, the published code's PPO: the head is built and its prediction
+    shapes the rewards, but its regression loss (added there after the optimiser's steps) sends no
+    gradient to the head or the trunk: the head keeps its starting weights however long it trains."""
+    torch.manual_seed(0)
+    kw = {"minibatch": "steps", "normalize_over": "batch"} if cls is PPO else {}
+    settings = {"upper_score_weight": 1.0, "upper_shaping": 1.0, "learn_upper_head": False}
+    model = cls(**TINY, total_games=40, games_per_batch=4, **settings, **kw)
+    before = {k: v.clone() for k, v in model.net.upper_head.state_dict().items()}
+    trunk = model.net.trunk[0].weight.clone()
+    fit_quietly(model)
+    after = model.net.upper_head.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert not torch.equal(trunk, model.net.trunk[0].weight)  # the rest learnt
+    # The term is there, at its weight, without a gradient.
+    batch = model.collect()
+    model.set_upper_targets(batch)
+    flat = batch.reshape(-1)
+    predicted = model.net(flat, flat["features"], flat["dropout_mask"], upper=True)[3]
+    term = model.upper_loss(flat, [predicted])["upper"]
+    assert not term.requires_grad and predicted.requires_grad
+    torch.testing.assert_close(term, ((predicted - flat[UPPER_TARGET]) ** 2).mean().detach())
+    with pytest.raises(ValueError, match="learn_upper_head: false leaves the upper-score head unlearnt"):
+        cls(**TINY, learn_upper_head=False)
+
+
 def _first_log_probs(**settings) -> tuple[torch.Tensor, torch.Tensor]:
     """A tiny PPO's first minibatch: the log-probabilities recorded while playing, and the update's."""
     firsts = []

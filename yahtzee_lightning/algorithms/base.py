@@ -60,23 +60,22 @@ class OnPolicyAlgorithm(
 ):
     """Base of REINFORCE, A2C and PPO; hyperparameters: docs/hyperparameters.md.
 
-    Task: ``task`` (full_game or single_turn), ``start_card`` (empty, random, or single turn
-    only own_play: turns on the cards of its own play),
-    ``joker``, ``yahtzee_bonus``, ``boxes``. Network: see ``PolicyValueNet``.
-    Optimisation: Adam at ``lr`` with warm-up / hold / decay to ``r_alpha * lr``; gradient-norm
-    clipping at ``tau_clip`` (0 = off); value-loss weight ``lambda_v``; entropy coefficients per
-    head held at their max for ``entropy_hold`` of training then annealed to their min over
-    ``entropy_anneal``; discount from ``gamma_min`` to ``gamma_max`` over the first ``gamma_anneal`` of
-    training, then held; the learning rate's warm-up starts at ``warmup_start * lr`` (the published
-    code starts it at its floor); ``lr_schedule: unstepped`` holds the rate at that first value all
-    run (the published code's PPO never stepped its schedule). ``upper_score_weight``: the weight of
-    an upper-score regression head's loss (> 0 builds the head: it predicts each game's final upper
-    sum); ``upper_shaping``: the weight of potential-based reward shaping on that head's prediction
-    (needs the head; see ``rewards``). ``replay_dropout`` (default on): the update replays the
-    dropout masks each step was played under, so that it learns the policy that acted; off, it draws
-    fresh masks (the published code's handling, for an ablation). ``play_ahead`` (default off): on, each batch is
-    played one update before it is learnt from, as the published code's prefetching data loader
-    did (for an ablation; the first two batches are both played by the starting weights).
+    Task: ``task`` (full_game or single_turn), ``start_card`` (empty, random, or single turn only
+    own_play: turns on the cards of its own play), ``joker``, ``yahtzee_bonus``, ``boxes``.
+    Network: see ``PolicyValueNet``. Optimisation: Adam at ``lr`` with warm-up (from
+    ``warmup_start * lr``) / hold / decay to ``r_alpha * lr``; gradient-norm clipping at
+    ``tau_clip`` (0 = off); value-loss weight ``lambda_v``; entropy coefficients per head held at
+    their max for ``entropy_hold`` of training then annealed to their min over ``entropy_anneal``;
+    discount from ``gamma_min`` to ``gamma_max`` over the first ``gamma_anneal`` of training.
+    ``upper_score_weight`` > 0 builds an upper-score head (it predicts each game's final upper sum)
+    and weighs its regression loss; ``upper_shaping`` weighs potential-based shaping on its
+    prediction (``rewards``). The published code's ways, each for an ablation, its default ours:
+    ``lr_schedule: unstepped`` (the rate held at its first value: its PPO never stepped it),
+    ``learn_upper_head: false`` (the head shapes from its starting weights, no gradient reaching it:
+    its PPO), ``replay_dropout: false`` (the update draws fresh dropout masks instead of replaying
+    those each step was played under, so it learns another policy than the one that acted),
+    ``play_ahead: true`` (each batch played one update before it is learnt from: its prefetching
+    loader; the first two by the starting weights).
     Budget: ``total_games``
     in batches of ``games_per_batch``, ``evaluations`` evaluation intervals of ``eval_games``
     games each, and a final evaluation of ``final_eval_games`` (0 = skip) against the optimum.
@@ -143,6 +142,7 @@ class OnPolicyAlgorithm(
         lr_schedule: str = "stepped",
         upper_score_weight: float = 0.0,
         upper_shaping: float = 0.0,
+        learn_upper_head: bool = True,
         replay_dropout: bool = True,
         play_ahead: bool = False,
         total_games: int = 1_000_000,

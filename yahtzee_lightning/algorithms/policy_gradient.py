@@ -164,10 +164,13 @@ class PolicyGradient:
 
     def upper_loss(self, obs: TensorDictBase, predicted: list[torch.Tensor]) -> dict[str, torch.Tensor]:
         """``upper_score_weight * (u(s) - target)^2`` averaged over ``obs`` (the upper-score head's
-        regression), as a loss term ``upper``; nothing for a run without the head."""
+        regression), as a loss term ``upper``; nothing for a run without the head. With
+        ``learn_upper_head: false`` the term is detached: logged, summed into the loss's value, and
+        no gradient from it reaches the head or the trunk (as in the published code's PPO)."""
         if not predicted:
             return {}
-        return {"upper": self.hparams.upper_score_weight * (predicted[0] - obs[UPPER_TARGET]).pow(2).mean()}
+        loss = self.hparams.upper_score_weight * (predicted[0] - obs[UPPER_TARGET]).pow(2).mean()
+        return {"upper": loss if self.hparams.get("learn_upper_head", True) else loss.detach()}
 
     @staticmethod
     def update_stats(

@@ -102,6 +102,11 @@ class Settings:
         weight, shaping = h.get("upper_score_weight", 0.0), h.get("upper_shaping", 0.0)
         if weight < 0:
             raise ValueError(f"upper_score_weight must be >= 0 (0: no upper-score head), got {weight!r}")
+        if not h.get("learn_upper_head", True) and not weight:
+            raise ValueError(
+                "learn_upper_head: false leaves the upper-score head unlearnt, and upper_score_weight 0 builds "
+                "none: set upper_score_weight > 0 (the head is built), or learn_upper_head true"
+            )
         if shaping and not weight:
             raise ValueError(
                 f"upper_shaping {shaping} shapes rewards with the upper-score head's prediction, which "
