@@ -69,7 +69,7 @@ class OnPolicyAlgorithm(
     discount from ``gamma_min`` to ``gamma_max`` over the first ``gamma_anneal`` of training.
     ``upper_score_weight`` > 0 builds an upper-score head (it predicts each game's final upper sum)
     and weighs its regression loss; ``upper_shaping`` weighs potential-based shaping on its
-    prediction (``rewards``). The published code's ways, each for an ablation, its default ours:
+    prediction (``rewards``). Settings that run the published code's ways, for ablations (each default ours):
     ``lr_schedule: unstepped`` (the rate held at its first value: its PPO never stepped it),
     ``learn_upper_head: false`` (the head shapes from its starting weights, no gradient reaching it:
     its PPO), ``replay_dropout: false`` (the update draws fresh dropout masks instead of replaying
