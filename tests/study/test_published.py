@@ -99,6 +99,8 @@ def test_a_rows_variant_stands_beside_its_numbers_named_for_the_row_with_a_suffi
         ablations={
             "table": SimpleNamespace(cells=[("c1", {"row": "ppo_50k"}), ("c2", {"row": "a2c_250k"})]),
             "shaping": SimpleNamespace(cells=[("c6", {"row": "ppo_50k_shaped"}), ("c7", {"row": "ppo_5"})]),
+            # an arm's own ablation, before the ablation that names that arm: one more setting changed
+            "handling": SimpleNamespace(cells=[("c3", {"h": "replayed"}), ("c8", {"h": "fresh"})]),
             "lr": SimpleNamespace(cells=[("c1", {"lr_schedule": "stepped"}), ("c3", {"lr_schedule": "unstepped"})]),
             "of_two_rows": SimpleNamespace(cells=[("c1", {"x": "a"}), ("c2", {"x": "b"}), ("c4", {"x": "c"})]),
             "two_axes": SimpleNamespace(cells=[("c1", {"a": "1", "b": "1"}), ("c5", {"a": "2", "b": "1"})]),
@@ -106,8 +108,13 @@ def test_a_rows_variant_stands_beside_its_numbers_named_for_the_row_with_a_suffi
     )
     cells = matched_rows(study, published)
     arms = matched_arms(study, cells, published)
-    assert arms == {"c3": ("ppo_50k_unstepped", "ppo_50k"), "c6": ("ppo_50k_shaped", "ppo_50k")}
-    # an arm: of an ablation of one row on one axis, or a row label extending a published row's name
+    assert arms == {
+        "c3": ("ppo_50k_unstepped", "ppo_50k"),
+        "c6": ("ppo_50k_shaped", "ppo_50k"),
+        "c8": ("ppo_50k_unstepped_fresh", "ppo_50k"),
+    }
+    # an arm: of an ablation of one row on one axis, or a row label extending a published row's name;
+    # an arm's arm, named after it; never a cell with a row label of its own (c7's "ppo_5")
     both = with_arms(published, arms)
     assert (
         both["rows"]["ppo_50k_unstepped"] is published["rows"]["ppo_50k"]

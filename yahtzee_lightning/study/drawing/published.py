@@ -246,8 +246,10 @@ def _page(
         *(
             [
                 "A variant of a row (a row's recipe with a setting changed: another of the paper's configs, or an "
-                "ablation's other arm) stands beside that row's published numbers, named for the row with a "
-                "suffix: " + ", ".join(f"`{label}` (beside {row})" for label, row in arms.values()) + ". Exploratory: "
+                "ablation's other arm, or an arm's own other arm) stands beside that row's published numbers, named "
+                "for the row with a suffix for each setting changed: "
+                + ", ".join(f"`{label}` (beside {row})" for label, row in arms.values())
+                + ". Exploratory: "
                 "where the paper's number falls in a variant's interval and not in its row's, the setting it "
                 "changes is a candidate for the gap.",
                 "",

@@ -129,7 +129,9 @@ def matched_arms(study: Any, cells: dict[str, str], published: dict[str, Any]) -
     extends a row's name (``ppo_250k_shaped``: the longest such row, ``ppo_250k``); and the other arms
     of the rows' ablations: each cell of a one-axis ablation that holds exactly one matched cell
     (``cells``, from ``matched_rows``), itself unmatched, named for the row with the cell's value on
-    that axis as a suffix (``ppo_50k_unstepped``: the same recipe with one setting changed)."""
+    that axis as a suffix (``ppo_50k_unstepped``: the same recipe with one setting changed). An arm
+    is a base in its turn: an ablation whose one named cell is an arm names its others after it
+    (``ppo_250k_unstepped_as_published``: one more setting changed), in the file's order."""
     arms = {}
     for ablation in study.ablations.values():
         for cell_id, labels in ablation.cells:
@@ -139,14 +141,18 @@ def matched_arms(study: Any, cells: dict[str, str], published: dict[str, Any]) -
             bases = [row for row in published["rows"] if label.startswith(f"{row}_")]
             if bases:
                 arms[cell_id] = (label, max(bases, key=len))
-    for ablation in study.ablations.values():
-        rows = {cells[cell_id] for cell_id, _ in ablation.cells if cell_id in cells}
-        if len(rows) != 1 or any(len(labels) != 1 for _, labels in ablation.cells):
-            continue
-        (row,) = rows
-        for cell_id, labels in ablation.cells:
-            if cell_id not in cells and cell_id not in arms:
-                arms[cell_id] = (f"{row}_{next(iter(labels.values()))}", row)
+    named = -1
+    while len(arms) > named:  # until a pass names nothing new (an arm named late can be a base)
+        named = len(arms)
+        for ablation in study.ablations.values():
+            known = {cell_id: (row, row) for cell_id, row in cells.items()} | arms  # (its name, its row)
+            bases = {known[cell_id] for cell_id, _ in ablation.cells if cell_id in known}
+            if len(bases) != 1 or any(len(labels) != 1 for _, labels in ablation.cells):
+                continue
+            (label, row) = bases.pop()
+            for cell_id, labels in ablation.cells:
+                if cell_id not in known and AXIS not in labels:  # a row label names its own cell, or none
+                    arms[cell_id] = (f"{label}_{next(iter(labels.values()))}", row)
     return arms
 
 
