@@ -191,7 +191,17 @@ def test_the_page_marks_and_lists_the_boxes_outside_and_the_figure_draws_both_in
     table = {line.split(" | ")[0].strip("| "): line for line in page.splitlines() if line.startswith("| ")}
     assert table["fives"].endswith("14.00 † |") and table["sixes"].endswith("40.00 ‡ |")
     assert table["ones"].endswith("12.90 |")  # inside: no mark
-    assert "0.7 of them are expected outside" in page
+    assert "0.7 of them are expected outside" in page and "With two seeds" not in page
+    two, _ = _box_rows([12.8, 12.81], {})
+    two_page = _page(
+        SimpleNamespace(name="t"),
+        published,
+        ["a2c_250k"],
+        per_box_differences(two, published, ["a2c_250k"]),
+        [],
+        figure=True,
+    )
+    assert "With two seeds (a2c_250k) an interval rests on one difference" in two_page  # its marks read as weak
     listed = [line for line in page.splitlines() if line.startswith("* a2c_250k:")]
     assert len(listed) == 1 and "fives 14.00 against [" in listed[0] and "sixes 40.00" in listed[0]
     assert "(inside [" in listed[0] and "(outside [" in listed[0]

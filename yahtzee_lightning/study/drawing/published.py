@@ -297,6 +297,14 @@ def _page(
         "alone where the two agree.",
         "",
     ]
+    two = [row for row in rows if next(iter(boxes[row])).band.n == 2]
+    if two:
+        lines += [
+            f"With two seeds ({', '.join(two)}) an interval rests on one difference between them (1 df): wide "
+            "where they differ, and too narrow to say much where they agree by chance; read those marks as "
+            "weak.",
+            "",
+        ]
     for row in rows:
         out = [gap for gap in boxes[row] if gap.outside]
         if out:
