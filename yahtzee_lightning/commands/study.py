@@ -1,10 +1,12 @@
-"""``yahtzee-lightning study run|check|report|compare|prose|push|pull``: run a study file's cells on Ray
-Tune, draw its report, set it beside a paper's numbers, and keep its weights on the Hub.
+"""``yahtzee-lightning study run|check|status|report|compare|prose|push|pull``: run a study file's cells
+on Ray Tune, say where they stand, draw its report, set it beside a paper's numbers, and keep its
+weights on the Hub.
 
 ``study run FILE --profile P --out DIR`` checks the file, then runs (or resumes) every cell on a
 local Ray instance sized to the cores, or on the Ray cluster at ``--address``; ``study report DIR``
 writes ``DIR/report/`` (a file per exhibit, named by its id, and ``index.md``); ``study check FILE``
-only checks the file and lists its cells. ``study compare DIR --published FILE`` writes
+only checks the file and lists its cells; ``study status DIR`` says run by run what is done, under
+way (how far, how fresh its checkpoint, its pace) and not started. ``study compare DIR --published FILE`` writes
 ``DIR/table.csv`` and ``DIR/published/`` (ours beside a paper's published rows); ``study prose``
 fills the numbers a README marks from the report's tables. ``study push DIR --repo-id ID`` uploads
 the study's run folders (weights, histories, configs) as a Hub dataset repo; ``study pull ID
@@ -60,6 +62,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("file")
     check.add_argument("--profile")
     check.add_argument("--out", help="its study folder, if it has run: the hypotheses must be those it pre-registered")
+    status = verbs.add_parser("status", help="say run by run what is done, under way and not started in a study folder")
+    status.add_argument("dir", help="a study folder written by `study run` (read only)")
     report = verbs.add_parser("report", help="write DIR/report/ from a study folder")
     report.add_argument("dir", help="a study folder written by `study run`")
     report.add_argument(
@@ -107,6 +111,11 @@ def main(argv: list[str] | None = None) -> int:
             return _prose(args.files, args.check)
         if args.verb in ("push", "pull"):
             return _hub(args)
+        if args.verb == "status":
+            from ..study.status import status_lines
+
+            print("\n".join(status_lines(Path(args.dir))))
+            return 0
         if args.verb == "report":
             from ..study.drawing.report import write_report
 

@@ -1,0 +1,54 @@
+"""`study status`: a study folder's runs, one line each, read without touching the folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+from yahtzee_lightning.commands.study import main
+from yahtzee_lightning.study.records import append_lines
+from yahtzee_lightning.study.results import load_plan
+from yahtzee_lightning.study.status import status_lines
+
+
+def test_status_counts_the_runs_and_says_how_far_one_under_way_has_come(finished_study, tmp_path, capsys):
+    study = tmp_path / "study"
+    shutil.copytree(finished_study, study)
+    lines = status_lines(study)
+    assert lines[0] == "tiny: 2 of 2 runs done"
+    assert all(", final " in line and "32 of 32 games" in line for line in lines[1:]) and len(lines) == 3
+    # Seed 1's run stopped before its final evaluation (with seed 0's, where the two are packed in one
+    # run): two evaluations (8 games in 800 s of its process), its checkpoint ten minutes old.
+    _, trials = load_plan(study)
+    trial = next(t for t in trials if 1 in t.seeds)
+    run = study / trial.run_dir
+    (run / "final.json").unlink()
+    (run / "history.jsonl").unlink()
+    evals = [(16, 50.0, 100.0), (24, 60.5, 900.0)]
+    members = trial.members or list(range(len(trial.seeds)))
+    append_lines(
+        run / "history.jsonl",
+        [
+            {"eval/games": g, "eval/mean_score": m, "eval/wall_clock_s": s, "member": k}
+            for k in members
+            for g, m, s in evals
+        ],
+    )
+    ckpt = run / "checkpoints" / "last.ckpt"
+    ckpt.parent.mkdir(exist_ok=True)
+    ckpt.touch()
+    now = time.time()
+    os.utime(ckpt, (now - 600, now - 600))
+    before = {p: p.stat().st_mtime_ns for p in study.rglob("*") if p.is_file()}
+    lines = status_lines(study, now=now)
+    n = len(trial.seeds)
+    assert lines[0] == f"tiny: {2 - n} of 2 runs done, {n} under way"
+    under_way = next(line for line in lines if "seed 1" in line)
+    assert "under way" in under_way and "24 of 32 games" in under_way and "last evaluation 60.5" in under_way
+    assert "checkpoint 10 min ago" in under_way
+    assert "0.01 games/s: about 13 min of training left" in under_way  # 8 games left at 8 games / 800 s
+    assert {p: p.stat().st_mtime_ns for p in study.rglob("*") if p.is_file()} == before  # read only
+    assert main(["status", str(study)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == lines[0] and len(printed) == len(lines)

@@ -1,0 +1,83 @@
+"""``study status DIR``: where a study folder stands, run by run, read without touching it.
+
+A long study (the paper's table: some 100 core-hours over many sessions) is resumed and stopped
+many times; this answers "what is done, what is under way and how far, what is left" from the
+folder alone: each run's state, games trained of its budget, its last evaluation, its final
+score, and for a run under way the age of its newest checkpoint and its pace.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from .results import collect, load_plan
+
+#: The words for ``collect``'s states: a run with evaluations but no final one may be running now or
+#: stopped; the age of its checkpoint tells which.
+STATES = {"done": "done", "unfinished": "under way", "pending": "not started", "failed": "failed"}
+
+
+def _cell_names(study: Any) -> dict[str, str]:
+    """Each cell by the first ablation that lists it and its values there (``table: a2c_250k``)."""
+    names: dict[str, str] = {}
+    for ablation in study.ablations.values():
+        for cell_id, labels in ablation.cells:
+            names.setdefault(cell_id, f"{ablation.name}: {', '.join(map(str, labels.values())) or cell_id}")
+    return names
+
+
+def _pace(evals: Any) -> float | None:
+    """Games a second between the last two evaluations of one process (None where a resume reset
+    the clock between them, or there are fewer than two)."""
+    if len(evals) < 2 or "wall_clock_s" not in evals:
+        return None
+    (g0, t0), (g1, t1) = evals[["games", "wall_clock_s"]].tail(2).itertuples(index=False)
+    return (g1 - g0) / (t1 - t0) if t1 > t0 and g1 > g0 else None
+
+
+def _span(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def status_lines(out: str | Path, now: float | None = None) -> list[str]:
+    """The folder's runs, one line each, under a line that counts them."""
+    out = Path(out)
+    study, trials = load_plan(out)
+    results = collect(out)
+    names = _cell_names(study)
+    now = time.time() if now is None else now
+    lines, counts = [], dict.fromkeys(STATES.values(), 0)
+    for t in trials:
+        for seed in t.seeds:
+            mine = results[(results["cell"] == t.cell) & (results["seed"] == seed)]
+            final = mine[mine["stage"] == "final"].iloc[0]
+            evals = mine[mine["stage"] == "eval"].sort_values("games") if "games" in mine else mine.iloc[:0]
+            state = STATES[final["status"]]
+            counts[state] += 1
+            budget = int(final["total_games"])
+            games = final.get("games") if state == "done" else (evals["games"].iloc[-1] if len(evals) else 0)
+            games = 0 if games is None or (isinstance(games, float) and math.isnan(games)) else int(games)
+            unit = "turns" if final["task"] == "single_turn" else "games"  # a single-turn run trains on turns
+            line = f"{names.get(t.cell, t.cell)}, seed {seed} ({t.cell}): {state}, {games:,} of {budget:,} {unit}"
+            if len(evals):
+                line += f", last evaluation {evals['mean_score'].iloc[-1]:.1f}"
+            if state == "done":
+                line += f", final {final['mean_score']:.2f} over {int(final['final_games']):,} games"
+            elif state == "under way":
+                ckpt = out / t.run_dir / "checkpoints" / "last.ckpt"
+                if ckpt.exists():
+                    line += f", checkpoint {_span(now - ckpt.stat().st_mtime)} ago"
+                pace = _pace(evals)
+                if pace:
+                    line += f", {pace:.3g} {unit}/s: about {_span((budget - games) / pace)} of training left"
+            elif state == "failed":
+                line += f": {final['error']}"
+            lines.append(line)
+    total = sum(counts.values())
+    head = f"{study.name}: {counts['done']} of {total} runs done, " + ", ".join(
+        f"{n} {state}" for state, n in counts.items() if n and state != "done"
+    )
+    return [head.rstrip(", "), *("  " + line for line in lines)]
