@@ -183,13 +183,16 @@ class PolicyValueNet(nn.Module):
         self.value_head = head(1)
         self.value_activation = nn.ELU()  # a module, so that a stacked copy can apply it member by member
         self.upper_head = head(1) if upper_head else None
+        #: Dropout layers in the trunk, the keep head and the box head, in the order their masks sit in
+        #: a state's mask: fixed here, so a forward pass need not count them.
+        self.dropout_layers = tuple(len(_drops(m)) for m in (self.trunk, self.roll_head, self.score_head))
 
     @property
     def dropout_shape(self) -> tuple[int, int] | None:
         """``(dropout layers, width)`` of one state's dropout mask (None: a network without dropout):
         the trunk's layers, then the keep head's and the box head's (the ``published`` layout), each
         layer using the first ``width`` of its row that it needs."""
-        n, heads = len(_drops(self.trunk)), len(_drops(self.roll_head)) + len(_drops(self.score_head))
+        n, heads = self.dropout_layers[0], sum(self.dropout_layers[1:])
         width = self.config["d_h"] if not heads else max(self.config["d_h"], self.config["head_hidden"])
         return (n + heads, width) if n + heads else None
 
@@ -256,7 +259,7 @@ class PolicyValueNet(nn.Module):
         if upper and self.upper_head is None:
             raise ValueError("this network has no upper-score head (build it with upper_head=True)")
         h = self.encode(obs, features)
-        trunk_masks = len(_drops(self.trunk))
+        trunk_masks = self.dropout_layers[0]
         h = _through(self.trunk, h, None if dropout_mask is None else dropout_mask[:, :trunk_masks])
         heads = dropout_mask is not None and dropout_mask.shape[1] > trunk_masks  # a published layout's
         head_masks = dropout_mask[:, trunk_masks:] if heads else None
@@ -283,7 +286,7 @@ class PolicyValueNet(nn.Module):
         random steps), each head run on its own rows.
         """
         value = self.value_activation(self.value_head(h).squeeze(-1))
-        k = len(_drops(self.roll_head))
+        k = self.dropout_layers[1]
         keep_masks = None if dropout_mask is None else dropout_mask[:, :k]
         box_masks = None if dropout_mask is None else dropout_mask[:, k:]
 
