@@ -7,9 +7,29 @@ import shutil
 import time
 
 from yahtzee_lightning.commands.study import main
-from yahtzee_lightning.study.records import append_lines
+from yahtzee_lightning.study.records import append_lines, read_lines
 from yahtzee_lightning.study.results import load_plan
 from yahtzee_lightning.study.status import status_lines
+
+
+def _stop_seed_1(study, evals):
+    """Seed 1's run as stopped before its final evaluation, its history ``evals``: (games, score,
+    seconds into the fit, fit), the same for every member where seeds are packed in one run."""
+    _, trials = load_plan(study)
+    trial = next(t for t in trials if 1 in t.seeds)
+    run = study / trial.run_dir
+    (run / "final.json").unlink()
+    (run / "history.jsonl").unlink()
+    members = trial.members or list(range(len(trial.seeds)))
+    append_lines(
+        run / "history.jsonl",
+        [
+            {"eval/games": g, "eval/mean_score": m, "eval/wall_clock_s": s, "fit": f, "member": k}
+            for k in members
+            for g, m, s, f in evals
+        ],
+    )
+    return trial, run
 
 
 def test_status_counts_the_runs_and_says_how_far_one_under_way_has_come(finished_study, tmp_path, capsys):
@@ -18,23 +38,13 @@ def test_status_counts_the_runs_and_says_how_far_one_under_way_has_come(finished
     lines = status_lines(study)
     assert lines[0] == "tiny: 2 of 2 runs done"
     assert all(", final " in line and "32 of 32 games" in line for line in lines[1:]) and len(lines) == 3
+    # Each evaluation line names the fit that wrote it (one fit a run here: no resume).
+    for history in study.rglob("history.jsonl"):
+        fits = {row["fit"] for row in read_lines(history)}
+        assert len(fits) == 1 and len(fits.pop()) == 12
     # Seed 1's run stopped before its final evaluation (with seed 0's, where the two are packed in one
     # run): two evaluations (8 games in 800 s of its process), its checkpoint ten minutes old.
-    _, trials = load_plan(study)
-    trial = next(t for t in trials if 1 in t.seeds)
-    run = study / trial.run_dir
-    (run / "final.json").unlink()
-    (run / "history.jsonl").unlink()
-    evals = [(16, 50.0, 100.0), (24, 60.5, 900.0)]
-    members = trial.members or list(range(len(trial.seeds)))
-    append_lines(
-        run / "history.jsonl",
-        [
-            {"eval/games": g, "eval/mean_score": m, "eval/wall_clock_s": s, "member": k}
-            for k in members
-            for g, m, s in evals
-        ],
-    )
+    trial, run = _stop_seed_1(study, [(16, 50.0, 100.0, "a"), (24, 60.5, 900.0, "a")])
     ckpt = run / "checkpoints" / "last.ckpt"
     ckpt.parent.mkdir(exist_ok=True)
     ckpt.touch()
@@ -52,3 +62,13 @@ def test_status_counts_the_runs_and_says_how_far_one_under_way_has_come(finished
     assert main(["status", str(study)]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == lines[0] and len(printed) == len(lines)
+
+
+def test_status_gives_no_pace_across_a_resume(finished_study, tmp_path):
+    """Two evaluations from two fits (either side of a resume) give no pace, even where the second
+    fit's clock, restarted, happens to read later than the first's."""
+    study = tmp_path / "study"
+    shutil.copytree(finished_study, study)
+    _stop_seed_1(study, [(16, 50.0, 100.0, "a"), (24, 60.5, 150.0, "b")])
+    under_way = next(line for line in status_lines(study) if "seed 1" in line)
+    assert "under way" in under_way and "24 of 32 games" in under_way and "games/s" not in under_way

@@ -30,11 +30,15 @@ def _cell_names(study: Any) -> dict[str, str]:
 
 
 def _pace(evals: Any) -> float | None:
-    """Games a second between the last two evaluations of one process (None where a resume reset
-    the clock between them, or there are fewer than two)."""
+    """Games a second between the last two evaluations, where one fit wrote both (None where they
+    lie either side of a resume, or there are fewer than two). Which fit wrote a line: its ``fit``
+    (from 2026-11-30), else its Ray node (a new one each ``study run``), else a clock that went back."""
     if len(evals) < 2 or "wall_clock_s" not in evals:
         return None
-    (g0, t0), (g1, t1) = evals[["games", "wall_clock_s"]].tail(2).itertuples(index=False)
+    last = evals.tail(2)
+    if any(key in last and last[key].nunique(dropna=False) > 1 for key in ("fit", "node")):
+        return None
+    (g0, t0), (g1, t1) = last[["games", "wall_clock_s"]].itertuples(index=False)
     return (g1 - g0) / (t1 - t0) if t1 > t0 and g1 > g0 else None
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import tempfile
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -81,11 +82,15 @@ class StudyRecorder(L.Callback):
         self.run_dir = Path(run_dir)
         self.settings = settings or {}
 
+    def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.fit = uuid.uuid4().hex[:12]  # which fit wrote a line: a resume's clock starts again at 0
+
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.sanity_checking or not trainer.is_global_zero:
             return
         settings = {f"setting/{k}": v for k, v in self.settings.items()}
-        rows = [row | settings | where() for row in evaluation_rows(trainer, pl_module)]
+        fit = {"fit": getattr(self, "fit", "")}
+        rows = [row | settings | fit | where() for row in evaluation_rows(trainer, pl_module)]
         append_lines(self.run_dir / HISTORY, rows)
         Manifest.read(self.run_dir).add([HISTORY])  # its records are the trial's own: --force deletes them
         if in_tune_session():
