@@ -81,6 +81,7 @@ class StudyRecorder(L.Callback):
     def __init__(self, run_dir: str, settings: dict[str, Any] | None = None) -> None:
         self.run_dir = Path(run_dir)
         self.settings = settings or {}
+        self.fit = ""  # set at each fit's start
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.fit = uuid.uuid4().hex[:12]  # which fit wrote a line: a resume's clock starts again at 0
@@ -89,8 +90,7 @@ class StudyRecorder(L.Callback):
         if trainer.sanity_checking or not trainer.is_global_zero:
             return
         settings = {f"setting/{k}": v for k, v in self.settings.items()}
-        fit = {"fit": getattr(self, "fit", "")}
-        rows = [row | settings | fit | where() for row in evaluation_rows(trainer, pl_module)]
+        rows = [row | settings | {"fit": self.fit} | where() for row in evaluation_rows(trainer, pl_module)]
         append_lines(self.run_dir / HISTORY, rows)
         Manifest.read(self.run_dir).add([HISTORY])  # its records are the trial's own: --force deletes them
         if in_tune_session():
