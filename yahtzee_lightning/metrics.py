@@ -48,3 +48,11 @@ def approx_kl(old_log_prob: torch.Tensor, new_log_prob: torch.Tensor) -> torch.T
     """The low-variance estimator E[(r - 1) - log r] of KL(old || new), r = new/old."""
     log_ratio = new_log_prob - old_log_prob
     return (log_ratio.exp() - 1 - log_ratio).mean()
+
+
+def read_stats(stats: dict[str, torch.Tensor | float]) -> dict[str, float]:
+    """Metrics as floats, the tensors among them read from the device in one transfer."""
+    tensors = {k: v for k, v in stats.items() if isinstance(v, torch.Tensor)}
+    values = torch.stack([v.detach().float().reshape(()) for v in tensors.values()]).tolist() if tensors else []
+    read = dict(zip(tensors, values, strict=True))
+    return {k: read[k] if k in read else float(v) for k, v in stats.items()}

@@ -32,11 +32,11 @@ def _two_updates_logged() -> dict[str, float]:
 
 
 def test_statistics_read_once_per_update_are_the_values_read_one_by_one(monkeypatch):
-    import yahtzee_lightning.algorithms.base as base
+    import yahtzee_lightning.loop.diagnosis as diagnosis
 
     once = _two_updates_logged()
     # The plain version: each statistic read from the device on its own, as it was computed.
-    monkeypatch.setattr(base, "read_stats", lambda stats: {k: float(v) for k, v in stats.items()})
+    monkeypatch.setattr(diagnosis, "read_stats", lambda stats: {k: float(v) for k, v in stats.items()})
     one_by_one = _two_updates_logged()
     assert once.keys() == one_by_one.keys() and "train/kl" in once and "train/regret_keep" in once
     for k, v in one_by_one.items():

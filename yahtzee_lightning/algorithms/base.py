@@ -12,7 +12,8 @@ and a checkpoint follows.
 The class is composed by concern, each part in a module named for it. The training loop's parts
 (``yahtzee_lightning/loop/``): ``settings`` (checks, network, budget,
 schedules), ``collection`` (the env and the batch),
-``diagnosis`` (regret against the exact oracle),
+``diagnosis`` (what a logging update measures: regret against the exact oracle, the
+collapse metrics),
 ``evaluation`` (the evaluations and their opponents),
 ``ensemble`` (K members in one run: it comes first, and runs the other
 parts once per member) and ``packed`` (a pack learnt as one update); the
@@ -31,25 +32,22 @@ import lightning as L
 import torch
 from tensordict import TensorDictBase
 
-from ..env import keys as K
 from ..env.games import check_capture
-from ..game import N_BOXES, N_KEEPS, Rules
-from ..game.rules import N_ROLLS
-from ..loop.collection import Collection, _Once, _Players, _Updates
+from ..game import Rules
+from ..loop.collection import Collection, _Players
 from ..loop.diagnosis import Diagnosis
-from ..loop.ensemble import Ensemble, lightning_log_step
+from ..loop.ensemble import Ensemble
 from ..loop.evaluation import Evaluation
 from ..loop.packed import PackedUpdate
 from ..loop.resume import checkpoint_digest
 from ..loop.settings import Settings
 from ..machine import apply_thread_rule
-from ..metrics import action_counts, mask_diversity, masked_mean, top_k_share
-from ..nn import DROPOUT_MASK, LOG_PROB
+from ..nn import DROPOUT_MASK
 from ..schedules import run_lr_factor
 from ..solver import TurnOracle
-from .policy_gradient import PolicyGradient, read_stats
+from .policy_gradient import PolicyGradient
 
-__all__ = ["OnPolicyAlgorithm", "masked_mean", "read_stats", "_Once", "_Players", "_Updates"]
+__all__ = ["OnPolicyAlgorithm"]
 
 #: Devices whose Adam step runs torch's fused kernel (elsewhere its foreach one).
 FUSED_ADAM_DEVICES = frozenset({"cpu", "cuda"})
@@ -339,7 +337,7 @@ class OnPolicyAlgorithm(
            (``advantages``, ``evaluate_actions`` under the acting masks, ``policy_gradient_step``),
            each optimiser step through ``step_optimizer`` (backward, clipping, Adam) below;
         4. the learning-rate schedule steps and ``updates_done`` counts the update;
-        5. on a logging update, ``log_update``: the collapse metrics and ``log_dict``.
+        5. on a logging update, ``log_update`` (``diagnosis``): the collapse metrics and ``log_dict``.
 
         The logging-only metrics (the exact regret of ``diagnose``, the KL drift, action
         counts, mask diversity, top-k shares) cost about a fifth of an update; they draw no random
@@ -359,41 +357,3 @@ class OnPolicyAlgorithm(
         self.updates_done += 1
         if logs:
             self.log_update(batch, stats, coefs, self.optimizers().param_groups[0]["lr"])
-
-    def log_update(self, batch: TensorDictBase, stats: dict[str, Any], coefs: dict[str, float], lr: float) -> None:
-        """A logging update's metrics: the loss's ``stats``, the collapse metrics of the batch it
-        learnt from, the schedules (``coefs``, ``lr``), read from the device once and logged."""
-        h = self.hparams
-        flat = batch.reshape(-1)
-        rolling = flat[K.ROLL] < N_ROLLS - 1
-        keeps = action_counts(flat[K.KEEP], N_KEEPS, rolling)
-        boxes = action_counts(flat[K.BOX], N_BOXES, ~rolling)
-        done = flat["next", K.DONE].squeeze(-1)
-        stats = dict(stats)
-        stats.update(
-            {
-                "episode_return": flat["next", K.REWARD].sum() / done.sum().clamp(min=1),
-                "kl": self.policy_drift(flat, flat[LOG_PROB]),
-                "mask_diversity": mask_diversity(keeps),
-                f"top{h.top_k}_keep_share": top_k_share(keeps, h.top_k),
-                f"top{h.top_k}_box_share": top_k_share(boxes, h.top_k),
-                "lr": lr,
-                "beta_roll": coefs["beta_roll"],
-                "beta_score": coefs["beta_score"],
-                "gamma": coefs["gamma"],
-                "games": float(self.updates_done) * h.games_per_batch * self.world_size,
-            }
-        )
-        stats = read_stats(stats)  # the update's one read from the device
-        self.log_dict({f"train/{k}": v for k, v in stats.items()}, on_step=True, batch_size=1)
-        self.log("return", stats["episode_return"], prog_bar=True, on_step=True, logger=False, batch_size=1)
-
-    def logs_this_update(self) -> bool:
-        """Whether the update about to be made is one whose metrics are computed and logged: every
-        ``log_every``-th, where Lightning's loggers write (the trainer's ``log_every_n_steps`` is
-        set to ``log_every`` in ``setup``). Read from Lightning's own counters under a trainer:
-        no read from the device."""
-        trainer = self._trainer
-        if trainer is None:  # a bare module (benchmarks, tests): the same cadence on its own counter
-            return (int(self.updates_done) + 1) % self.hparams.log_every == 0
-        return lightning_log_step(trainer) is not None

@@ -19,15 +19,6 @@ from ..game.rules import UPPER_BONUS, UPPER_BONUS_THRESHOLD
 from ..metrics import approx_kl, explained_variance
 from ..nn import VALUE, as_played, eval_mode
 
-
-def read_stats(stats: dict[str, torch.Tensor | float]) -> dict[str, float]:
-    """Metrics as floats, the tensors among them read from the device in one transfer."""
-    tensors = {k: v for k, v in stats.items() if isinstance(v, torch.Tensor)}
-    values = torch.stack([v.detach().float().reshape(()) for v in tensors.values()]).tolist() if tensors else []
-    read = dict(zip(tensors, values, strict=True))
-    return {k: read[k] if k in read else float(v) for k, v in stats.items()}
-
-
 #: Each step's regression target of the upper-score head: its game's final upper sum as ``(sum - 63) / 63``.
 UPPER_TARGET = "upper_target"
 

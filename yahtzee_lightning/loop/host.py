@@ -78,11 +78,24 @@ class PolicyGradientHost(Part, Protocol):
 
 
 class DiagnosisHost(Part, Protocol):
-    """``Diagnosis``: the oracle is built once per module, for its rules and device."""
+    """``Diagnosis``: the oracle is built once per module, for its rules and device; a logging
+    update's metrics read the progress, the policy's drift (``policy_gradient``) and Lightning's
+    counters and loggers."""
 
     device: torch.device
     rules: Rules
     _oracles: dict[str, TurnOracle]
+    _trainer: L.Trainer | None
+    updates_done: torch.Tensor
+
+    @property
+    def world_size(self) -> int: ...
+
+    def policy_drift(self, obs: TensorDictBase, old_log_prob: torch.Tensor) -> torch.Tensor: ...
+
+    def log(self, name: str, value: Any, *args: Any, **kwargs: Any) -> None: ...
+
+    def log_dict(self, dictionary: Any, *args: Any, **kwargs: Any) -> None: ...
 
 
 class EvaluationHost(Part, Protocol):
