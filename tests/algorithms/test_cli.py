@@ -223,6 +223,8 @@ def test_one_log_folder_per_run_no_preventable_warnings_and_the_next_steps(tmp_p
     finally:
         logging.getLogger("lightning.pytorch").removeHandler(handler)
     assert sum("`Trainer.fit` stopped" in n for n in notices) == 0, notices  # (epochs are intervals here: not said)
+    # Lightning's inventory of accelerators it does not use and its cloud advertisement: not said either.
+    assert not [n for n in notices if "GPU available:" in n or "litlogger" in n], notices
     assert _warned(recwarn, "args parameter", "max_epochs") == []
     out = capsys.readouterr().out
     ckpt = Path("runs", "reinforce", "checkpoints", "version_0", "last.ckpt")

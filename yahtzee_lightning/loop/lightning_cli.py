@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import logging
 import os
 import re
 import sys
@@ -32,6 +31,7 @@ from . import resume
 from .checkpoint import is_run_checkpoint
 from .config_errors import _options, parse_error
 from .launch import LaunchError, SameRunOnEveryRank, check_budget_early, check_nodes, check_resumed_ranks
+from .notices import RANK_ZERO, quiet, quiet_library_notices
 from .progress_lines import FitProgressLines, ProgressBarOnStderr
 from .training_config import TrainingConfig
 
@@ -202,7 +202,7 @@ class _CLI(LightningCLI):
         hold_run_folders(self.trainer, self.subcommand)
 
     def after_fit(self) -> None:
-        with _quiet(_RANK_ZERO):  # the check reads ``fit_loop.done``, which would announce the stop a second time
+        with quiet(RANK_ZERO):  # the check reads ``fit_loop.done``, which would announce the stop a second time
             resume.ensure_final_evaluation(self.trainer, self.model)
 
     def parse_arguments(self, parser: Any, args: Any) -> None:
@@ -272,45 +272,6 @@ def usage_error(subcommand: str | None, message: str) -> None:
     verb = f"yahtzee-lightning {subcommand or 'fit'}"
     print(f"{verb}: error: {message} (usage: {verb} --help)", file=sys.stderr)  # as every verb words it
     raise SystemExit(2)
-
-
-_RANK_ZERO = "lightning.pytorch.utilities.rank_zero"
-
-
-@contextlib.contextmanager
-def _quiet(logger_name: str):
-    """Drop a logger's notices (below warnings) for the duration of the block."""
-    logger = logging.getLogger(logger_name)
-    level = logger.level
-    logger.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
-class _NoCloudTip:
-    """A logging filter: drops Lightning's advertisement for its cloud logger, its inventory of
-    accelerators it does not use (``GPU available: False, used: False``, TPU, HPU) and its
-    "``max_epochs=N`` reached" at the end (epochs are evaluation intervals here: the run's own lines
-    say where it stopped)."""
-
-    DROPPED = ("litlogger", "GPU available:", "TPU available:", "HPU available:", "stopped: `max_epochs=")
-
-    @staticmethod
-    def filter(record: Any) -> bool:
-        message = record.getMessage()
-        return not any(d in message for d in _NoCloudTip.DROPPED)
-
-
-def quiet_library_notices() -> None:
-    """Hide two notices Lightning prints on every run that say nothing about the user's run:
-    the advertisement for its cloud logger and a deprecation inside its own pytree helper."""
-    import logging
-
-    warnings.filterwarnings("ignore", message=r".*LeafSpec.* is deprecated")
-    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch"):
-        logging.getLogger(name).addFilter(_NoCloudTip)  # the same object: added once however often called
 
 
 _HELD = contextlib.ExitStack()  # the run folders this process writes into, held until its fit ends
