@@ -3,7 +3,8 @@
 A long study (the paper's table: some 100 core-hours over many sessions) is resumed and stopped
 many times; this answers "what is done, what is under way and how far, what is left" from the
 folder alone: each run's state, games trained of its budget, its last evaluation, its final
-score, and for a run under way the age of its newest checkpoint and its pace.
+score, and for a run under way the age of its newest checkpoint and its pace; and for the whole
+folder, the training time left at the paces its own runs of each recipe have shown.
 """
 
 from __future__ import annotations
@@ -42,6 +43,45 @@ def _pace(evals: Any) -> float | None:
     return (g1 - g0) / (t1 - t0) if t1 > t0 and g1 > g0 else None
 
 
+def _fit_paces(evals: Any) -> list[float]:
+    """Games a second of each fit in ``evals`` (sorted by games): from its first line to its last,
+    and the run's first fit from its start (no games, its clock at zero). A line's fit: its ``fit``,
+    else its Ray node, else the stretch of a clock that did not go back."""
+    if not len(evals) or "wall_clock_s" not in evals:
+        return []
+    fit = (evals["wall_clock_s"].diff() < 0).cumsum().map("clock {}".format)
+    for key in ("node", "fit"):  # the most specific last: it wins where present
+        if key in evals:
+            fit = evals[key].where(evals[key].notna(), fit)
+    paces = []
+    for i, (_, lines) in enumerate(evals.groupby(fit, sort=False)):
+        games, seconds = lines["games"].to_numpy(float), lines["wall_clock_s"].to_numpy(float)
+        start = (0.0, 0.0) if i == 0 else (games[0], seconds[0])
+        if games[-1] > start[0] and seconds[-1] > start[1]:
+            paces.append((games[-1] - start[0]) / (seconds[-1] - start[1]))
+    return paces
+
+
+def _left_line(left: list[tuple[str, int, float | None]], paces: dict[str, float]) -> str | None:
+    """The training time the runs not done still need, one run a core: each at its own pace where it
+    has one, else at the newest pace of its recipe (base config) in this folder: the last fit of the
+    last run of it in the plan's order, the nearest in time to what runs next (machines change
+    between sessions; an older pace may be another machine's)."""
+    if not left:
+        return None
+    seconds, unmeasured = 0.0, 0
+    for base, games, own in left:
+        pace = own or paces.get(base)
+        if pace:
+            seconds += games / pace
+        else:
+            unmeasured += 1
+    line = f"left: about {_span(seconds)} of training for one core, at each recipe's newest pace here"
+    if unmeasured:
+        line += f" ({unmeasured} run{'s' if unmeasured > 1 else ''} of a recipe with no pace yet not counted)"
+    return line
+
+
 def _span(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
@@ -54,7 +94,10 @@ def status_lines(out: str | Path, now: float | None = None) -> list[str]:
     names = _cell_names(study)
     now = time.time() if now is None else now
     lines, counts = [], dict.fromkeys(STATES.values(), 0)
+    paces: dict[str, float] = {}  # each recipe's newest games a second: its last run's last fit
+    left: list[tuple[str, int, float | None]] = []  # each run not done: its recipe, games left, own pace
     for t in trials:
+        base = study.cells[t.cell].base if t.cell in study.cells else t.cell
         for seed in t.seeds:
             mine = results[(results["cell"] == t.cell) & (results["seed"] == seed)]
             final = mine[mine["stage"] == "final"].iloc[0]
@@ -66,6 +109,8 @@ def status_lines(out: str | Path, now: float | None = None) -> list[str]:
             games = 0 if games is None or (isinstance(games, float) and math.isnan(games)) else int(games)
             unit = "turns" if final["task"] == "single_turn" else "games"  # a single-turn run trains on turns
             line = f"{names.get(t.cell, t.cell)}, seed {seed} ({t.cell}): {state}, {games:,} of {budget:,} {unit}"
+            if fits := _fit_paces(evals):
+                paces[base] = fits[-1]
             if len(evals):
                 line += f", last evaluation {evals['mean_score'].iloc[-1]:.1f}"
             if state == "done":
@@ -77,6 +122,9 @@ def status_lines(out: str | Path, now: float | None = None) -> list[str]:
                 pace = _pace(evals)
                 if pace:
                     line += f", {pace:.3g} {unit}/s: about {_span((budget - games) / pace)} of training left"
+                left.append((base, budget - games, pace))
+            elif state == "not started":
+                left.append((base, budget, None))
             elif state == "failed":
                 line += f": {final['error']}"
             lines.append(line)
@@ -84,4 +132,5 @@ def status_lines(out: str | Path, now: float | None = None) -> list[str]:
     head = f"{study.name}: {counts['done']} of {total} runs done, " + ", ".join(
         f"{n} {state}" for state, n in counts.items() if n and state != "done"
     )
-    return [head.rstrip(", "), *("  " + line for line in lines)]
+    total_left = _left_line(left, paces)
+    return [head.rstrip(", "), *([total_left] if total_left else []), *("  " + line for line in lines)]
