@@ -301,7 +301,7 @@ class OnPolicyAlgorithm(
     def training_step(self, update: int, batch_idx: int) -> None:
         """One update: play a batch of whole games with the current weights, then learn from it
         (``play_ahead``: learn from the batch played before the previous update, then play the next)."""
-        if not self.hparams.get("play_ahead", False):
+        if not self.hparams.play_ahead:
             self.learn(self.collect())
             return
         batch = self._ahead if self._ahead is not None else self.collect().clone()
@@ -349,7 +349,7 @@ class OnPolicyAlgorithm(
         self.logging_now = logs
         if self.has_upper_head:
             self.set_upper_targets(batch)
-        if not self.hparams.get("replay_dropout", True) and DROPOUT_MASK in batch.keys():
+        if not self.hparams.replay_dropout and DROPOUT_MASK in batch.keys():
             batch = batch.exclude(DROPOUT_MASK)  # the update's forward draws fresh masks (train mode)
         with self.own_generator():  # its minibatch orders and dropout masks: its own
             stats = (self.diagnose(batch) if logs else {}) | self.update(batch, coefs)

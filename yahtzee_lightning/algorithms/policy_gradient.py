@@ -122,7 +122,7 @@ class PolicyGradient:
     @property
     def has_upper_head(self) -> bool:
         """Whether the run trains an upper-score head (``upper_score_weight`` > 0)."""
-        return self.hparams.get("upper_score_weight", 0.0) > 0
+        return self.hparams.upper_score_weight > 0
 
     def rewards(self, batch: TensorDictBase) -> torch.Tensor:
         """The rewards the advantages see, ``(games, steps, 1)``: the game's, plus with
@@ -135,7 +135,7 @@ class PolicyGradient:
         with (those it had when the batch was played), read without gradient.
         """
         reward = batch["next", K.REWARD]
-        w = self.hparams.get("upper_shaping", 0.0)
+        w = self.hparams.upper_shaping
         if not w:
             return reward
         with torch.no_grad():
@@ -161,7 +161,7 @@ class PolicyGradient:
         if not predicted:
             return {}
         loss = self.hparams.upper_score_weight * (predicted[0] - obs[UPPER_TARGET]).pow(2).mean()
-        return {"upper": loss if self.hparams.get("learn_upper_head", True) else loss.detach()}
+        return {"upper": loss if self.hparams.learn_upper_head else loss.detach()}
 
     @staticmethod
     def update_stats(

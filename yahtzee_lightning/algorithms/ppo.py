@@ -76,13 +76,13 @@ class PPO(OnPolicyAlgorithm):
 
     def validate_settings(self) -> None:
         super().validate_settings()
-        n = self.hparams.get("games_per_minibatch")
+        n = self.hparams.games_per_minibatch
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
             raise ValueError(f"games_per_minibatch must be an integer >= 1 (or null: a fifth of the batch), got {n!r}")
         for name, options in (("minibatch", self.MINIBATCHES), ("normalize_over", self.NORMALIZE_OVER)):
             if self.hparams.get(name, options[0]) not in options:
                 raise ValueError(f"{name} must be one of {options}, got {self.hparams[name]!r}")
-        if self.hparams.get("minibatch", "games") == "steps" and self.hparams.get("ensemble") is not None:
+        if self.hparams.minibatch == "steps" and self.hparams.ensemble is not None:
             raise ValueError("minibatch: steps draws from one run's batch; an ensemble's minibatches are whole games")
 
     @property
@@ -94,12 +94,12 @@ class PPO(OnPolicyAlgorithm):
     def update(self, batch: TensorDictBase, coefs: dict[str, Any]) -> dict[str, torch.Tensor]:
         h = self.hparams
         advantage, returns = self.advantages(batch, coefs["gamma"], h.gae_lambda)
-        if self.hparams.get("normalize_over", "minibatch") == "batch":
+        if self.hparams.normalize_over == "batch":
             advantage = self.normalize(advantage)  # once, over the batch; not again per minibatch
         batch.set("advantage", advantage)
         batch.set("returns", returns)
 
-        if self.hparams.get("minibatch", "games") == "steps":
+        if self.hparams.minibatch == "steps":
             minibatches = self.step_minibatches(batch, h.epochs, self.minibatch_games * batch.shape[1])
         else:
             minibatches = self.minibatches(batch, h.epochs, self.minibatch_games)
@@ -132,10 +132,10 @@ class PPO(OnPolicyAlgorithm):
         h = self.hparams
         # The network that acted: its masks replayed; each row runs the head that acts at its roll
         # (whole turns, or the rows' own rolls in a minibatch of random steps).
-        rolls = self.batch_rolls if h.get("minibatch", "games") == "games" else mb[K.ROLL]
+        rolls = self.batch_rolls if h.minibatch == "games" else mb[K.ROLL]
         dist, value, *predicted = as_played(self.net, mb, rolls, upper=self.has_upper_head)
         log_prob, value, ent_keep, ent_box = self.evaluate_actions(mb, (dist, value))
-        adv = mb["advantage"] if h.get("normalize_over", "minibatch") == "batch" else self.normalize(mb["advantage"])
+        adv = mb["advantage"] if h.normalize_over == "batch" else self.normalize(mb["advantage"])
         ratio = (log_prob - mb[LOG_PROB]).exp()
         surrogate = torch.minimum(ratio * adv, ratio.clamp(1 - h.clip_eps, 1 + h.clip_eps) * adv)
         parts = {

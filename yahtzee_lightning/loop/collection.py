@@ -123,7 +123,7 @@ class Collection:
         policy = self.collection_policy()
         if isinstance(policy, PolicyModule):
             policy.read_ahead(generators)
-            policy.set_capture(self.hparams.get("capture", "none"))
+            policy.set_capture(self.hparams.capture)
             # It acts under dropout masks it draws and records; the update replays them (on-policy).
             policy.record_dropout = True
         return _Players(env, policy, generators)
@@ -159,7 +159,7 @@ class Collection:
             start_card=h.start_card,
             validate_actions=False,
             device=self.device,
-            capture=h.get("capture", "none"),
+            capture=h.capture,
             seed=seed,
         )
 
@@ -205,7 +205,7 @@ class Collection:
         step ``t`` of a batch every game is at roll ``t % N_ROLLS``, and a batch's games (or any of
         them), flattened, are rows in whole turns (``WHOLE_TURNS``; a test holds this for every
         task, start card and rule variant). Other seatings: None (every head on every row)."""
-        return WHOLE_TURNS if self.hparams.get("n_players", 1) == 1 else None
+        return WHOLE_TURNS if self.hparams.n_players == 1 else None
 
     def train_dataloader(self) -> DataLoader:
         warnings.filterwarnings("ignore", message="Your `IterableDataset` has `__len__` defined")  # see _Updates

@@ -136,7 +136,7 @@ class Ensemble:
         self.members, self._member, self._bar, self._steps = None, None, {}, {}
         self.last_evaluations: list[float | None] | None = None
         h = self.hparams
-        self.member_settings = parse_members(h.get("ensemble"), h.seed)
+        self.member_settings = parse_members(h.ensemble, h.seed)
         if self.member_settings is None:
             return
         if not isinstance(self.net, PolicyValueNet):

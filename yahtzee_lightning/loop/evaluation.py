@@ -25,7 +25,7 @@ class Evaluation:
 
     def eval_opponent(self) -> Any:
         """Whom evaluations play: ``eval_opponent``, else the training opponent (``optimal`` in self-play)."""
-        name = self.hparams.get("eval_opponent") or self.hparams.opponent
+        name = self.hparams.eval_opponent or self.hparams.opponent
         return "optimal" if name == "self" else name
 
     def player(self, greedy: bool = True):

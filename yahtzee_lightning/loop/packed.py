@@ -164,7 +164,7 @@ class PackedUpdate:
 
     def packed(self) -> bool:
         """Whether this module's ensemble learns as one update (``ensemble_update: batched``)."""
-        return self.members is not None and self.hparams.get("ensemble_update", "loop") == "batched"
+        return self.members is not None and self.hparams.ensemble_update == "batched"
 
     def check_packed_settings(self) -> None:
         """Refuse, naming the setting, a batched pack whose algorithm or members it cannot pack."""
@@ -261,7 +261,7 @@ class PackedUpdate:
         ``torch.compile``'s default mode for either setting: a replayed graph would overwrite the
         metrics an update keeps until its end), once per loss; as it is elsewhere, and in an
         ensemble's loop (each member's network would be a graph of its own: K compilations)."""
-        if self.hparams.get("capture", "none") == "none" or self.members is not None:
+        if self.hparams.capture == "none" or self.members is not None:
             return loss_fn
         cache = self.__dict__.setdefault("_compiled_losses", {})
         key = getattr(loss_fn, "__func__", loss_fn)
@@ -272,7 +272,7 @@ class PackedUpdate:
     def _as_tensors(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         """A compiled loss's arguments: the numbers of a dict (the schedules' coefficients, new every
         update) as tensors, which a compiled function reads as inputs rather than recompiling for."""
-        if self.hparams.get("capture", "none") == "none" or self.members is not None:
+        if self.hparams.capture == "none" or self.members is not None:
             return args
         return tuple(
             {k: torch.tensor(v, device=self.device) if isinstance(v, float) else v for k, v in a.items()}

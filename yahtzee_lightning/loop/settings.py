@@ -47,7 +47,7 @@ class Settings:
             ("capture", CAPTURES),
         ):
             need(h[name] in options, name, f"one of {options}")
-        need(h.get("lr_schedule", "stepped") in LR_SCHEDULES, "lr_schedule", f"one of {LR_SCHEDULES}")
+        need(h.lr_schedule in LR_SCHEDULES, "lr_schedule", f"one of {LR_SCHEDULES}")
         need(h.start_card != "own_play" or h.task == "single_turn", "start_card", "empty or random with task full_game")
         for name in ("total_games", "games_per_batch", "evaluations", "eval_games", "top_k", "n_players", "log_every"):
             need(isinstance(h[name], int) and h[name] >= 1, name, "an integer >= 1")
@@ -82,9 +82,9 @@ class Settings:
             need(h[name] >= 0, name, ">= 0")
         self.validate_upper_settings()
         for name, default in (("replay_dropout", True), ("play_ahead", False)):
-            if not isinstance(h.get(name, default), bool):
+            if not isinstance(h[name], bool):
                 raise ValueError(f"{name} must be true or false, got {h[name]!r}")
-            if h.get(name, default) != default and h.get("ensemble") is not None:
+            if h[name] != default and h.ensemble is not None:
                 raise ValueError(
                     f"{name}: {h[name]} (an ablation of the published code's handling) trains one run, not an ensemble"
                 )
@@ -99,10 +99,10 @@ class Settings:
     def validate_upper_settings(self) -> None:
         """The upper-score head and its shaping: refused where they cannot mean what they say."""
         h = self.hparams
-        weight, shaping = h.get("upper_score_weight", 0.0), h.get("upper_shaping", 0.0)
+        weight, shaping = h.upper_score_weight, h.upper_shaping
         if weight < 0:
             raise ValueError(f"upper_score_weight must be >= 0 (0: no upper-score head), got {weight!r}")
-        if not h.get("learn_upper_head", True) and not weight:
+        if not h.learn_upper_head and not weight:
             raise ValueError(
                 "learn_upper_head: false leaves the upper-score head unlearnt, and upper_score_weight 0 builds "
                 "none: set upper_score_weight > 0 (the head is built), or learn_upper_head true"
@@ -112,7 +112,7 @@ class Settings:
                 f"upper_shaping {shaping} shapes rewards with the upper-score head's prediction, which "
                 "upper_score_weight 0 never trains: set upper_score_weight > 0, or upper_shaping 0"
             )
-        if weight and (h.get("ensemble") is not None or h.get("n_players", 1) > 1):
+        if weight and (h.ensemble is not None or h.n_players > 1):
             raise ValueError(
                 "upper_score_weight: the upper-score head trains a single solitaire run (no ensemble, n_players 1)"
             )
@@ -219,7 +219,7 @@ class Settings:
     def gamma(self, progress: float | None = None) -> float:
         """The discount at ``progress`` (default: now; given, it saves a read of the update counter)."""
         h = self.hparams
-        f, length = self.progress if progress is None else progress, h.get("gamma_anneal", 1.0)
+        f, length = self.progress if progress is None else progress, h.gamma_anneal
         return h.gamma_min + (h.gamma_max - h.gamma_min) * (min(f / length, 1.0) if length > 0 else 1.0)
 
     def entropy_coefs(self, progress: float | None = None) -> tuple[float, float]:
