@@ -24,6 +24,7 @@ RECIPES = (
     "conf/paper/a2c_250k.yaml",
     "conf/paper/reinforce_250k.yaml",
     "conf/paper/ppo_250k.yaml",
+    "conf/paper/ppo_250k_shaped.yaml",
     "conf/paper/single_turn.yaml",
 )
 

@@ -14,11 +14,11 @@ from quick_fit import fit_quietly
 from tensordict import TensorDict
 
 from yahtzee_lightning.algorithms import A2C, PPO, Reinforce
-from yahtzee_lightning.algorithms.policy_gradient import UPPER_TARGET
+from yahtzee_lightning.algorithms.policy_gradient import SHAPED_REWARD, UPPER_TARGET
 from yahtzee_lightning.env import keys as K
 from yahtzee_lightning.env.features import FEATURES, PRESETS, encode, feature_size
 from yahtzee_lightning.game import OPEN, Rules
-from yahtzee_lightning.nn import LOG_PROB, PolicyValueNet
+from yahtzee_lightning.nn import LOG_PROB, PolicyValueNet, as_played
 from yahtzee_lightning.schedules import lr_factor
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -283,6 +283,66 @@ def test_play_ahead_learns_each_batch_one_update_after_it_was_played(ahead):
     assert len(played) == (5 if ahead else 4)  # ahead: the batch after the last update is played, not learnt
 
 
+@pytest.mark.parametrize("cls", [A2C, Reinforce], ids=lambda c: c.__name__)
+def test_an_update_baseline_takes_v_of_the_updates_forward_and_v_next_as_recorded(cls):
+    """``baseline: update`` (the published code's REINFORCE and A2C): the advantage is ``R - V(s)`` with
+    ``V(s)`` from the update's own forward pass (``R``: the return, or at TD(0) ``r + gamma V(s')`` with
+    ``V(s')`` as recorded); ``collected`` keeps the ``V(s)`` recorded when the step was played. The
+    network is moved after playing, so the two differ."""
+    coefs = {"beta_roll": 0.0, "beta_score": 0.0, "gamma": 0.9}
+    policies = {}
+    for baseline in ("collected", "update"):
+        model, batch = _batch_model(cls, dropout=0.1, baseline=baseline)
+        model.set_upper_targets(batch)
+        if cls is A2C:
+            advantage, returns = model.advantages(batch, coefs["gamma"], 0.0)
+        else:
+            advantage, returns = None, torch.zeros(batch.shape)  # REINFORCE's own, below
+        with torch.no_grad():
+            for p in model.net.parameters():
+                p.add_(0.05 * torch.randn_like(p))  # the update's network is not the one that played
+        flat = batch.reshape(-1)
+        if cls is Reinforce:
+            from torchrl.objectives.value.functional import reward2go
+
+            returns = reward2go(batch["next", K.REWARD], batch["next", K.DONE], coefs["gamma"])
+            advantage = returns.reshape(batch.shape) - batch["state_value"]
+        _, stats = model.policy_gradient_loss(flat, advantage.reshape(-1), returns.reshape(-1), coefs)
+        with torch.no_grad():
+            dist, value = as_played(model.net, flat)
+            log_prob = dist.log_prob(flat[K.KEEP], flat[K.BOX])
+        v = value if baseline == "update" else flat["state_value"]
+        expected = returns.reshape(-1) - v if cls is Reinforce else advantage.reshape(-1) + flat["state_value"] - v
+        torch.testing.assert_close(stats["loss_policy"], -(log_prob * model.normalize(expected)).mean())
+        policies[baseline] = stats["loss_policy"]
+    assert not torch.isclose(policies["collected"], policies["update"])
+
+
+def test_a_batch_played_ahead_carries_the_shaping_of_the_network_that_played_it():
+    """``play_ahead`` with shaping: the potentials are read as the batch is played, by the network that
+    played it (the published code's collection recorded them), not by the later one that learns."""
+    checked = {"played": 0, "later": 0}
+
+    class Probe(A2C):
+        def play_batch_ahead(self):
+            batch = super().play_batch_ahead()
+            torch.testing.assert_close(batch[SHAPED_REWARD], self.rewards(batch.exclude(SHAPED_REWARD)), rtol=0, atol=0)
+            checked["played"] += 1
+            return batch
+
+        def update(self, batch, coefs):
+            now = self.rewards(batch.exclude(SHAPED_REWARD))
+            checked["later"] += int(not torch.allclose(batch[SHAPED_REWARD], now))
+            assert torch.equal(self.rewards(batch), batch[SHAPED_REWARD])
+            return super().update(batch, coefs)
+
+    torch.manual_seed(0)
+    settings = {"upper_score_weight": 1.0, "upper_shaping": 1.0, "dropout": 0.1, "play_ahead": True}
+    fit_quietly(Probe(**TINY, total_games=16, games_per_batch=4, **settings))
+    # Five batches played; the last three learnt were played before the update that came before them.
+    assert checked == {"played": 5, "later": 3}
+
+
 def test_step_minibatches_cover_every_step_once_an_epoch_in_random_order():
     torch.manual_seed(0)
     batch = TensorDict({"i": torch.arange(20 * 39).reshape(20, 39)}, batch_size=[20, 39])
@@ -390,6 +450,9 @@ def test_an_unstepped_schedule_holds_the_learning_rate_at_its_first_value(schedu
         ({"replay_dropout": "no"}, "replay_dropout must be true or false, got 'no'"),
         ({"lr_schedule": "frozen"}, "lr_schedule must be one of \\('stepped', 'unstepped'\\), got 'frozen'"),
         ({"play_ahead": True, "ensemble": 2}, "play_ahead: True \\(an ablation of the published code's handling\\)"),
+        ({"baseline": "learner"}, "baseline must be one of \\('collected', 'update'\\), got 'learner'"),
+        ({"baseline": "update", "gae_lambda": 0.5}, "baseline: update takes V\\(s\\) of the update's forward"),
+        ({"baseline": "update", "ensemble": 2}, "baseline: update \\(an ablation of the published code's handling\\)"),
     ],
 )
 def test_a_setting_we_do_not_have_or_cannot_honour_is_refused_in_one_line(settings, message):
@@ -402,6 +465,14 @@ def test_a_setting_we_do_not_have_or_cannot_honour_is_refused_in_one_line(settin
 def test_ppo_refuses_an_unknown_minibatch_or_normalisation(name, value):
     with pytest.raises(ValueError, match=f"{name} must be one of"):
         PPO(**TINY, **{name: value})
+
+
+def test_ppo_refuses_an_update_baseline_its_loss_would_not_honour():
+    """The published code's PPO took V(s) as recorded; ours has no other: ``baseline: update`` is refused."""
+    with pytest.raises(
+        ValueError, match="baseline: update .* is for REINFORCE and A2C; PPO takes V\\(s\\) as recorded"
+    ):
+        PPO(**TINY, baseline="update")
 
 
 # The published run configs (Pape 2025's repository, commit 8d970d1, baselines/), the fields that

@@ -20,6 +20,7 @@ class A2C(OnPolicyAlgorithm):
     takes one coefficient where the study anneals one per head. Defaults: the study's A2C column.
     """
 
+    BASELINE_FROM_UPDATE = True  # its loss is policy_gradient_loss: baseline: update is honoured there
     PACKABLE = True  # its steps through ``optimizer_step``: ``ensemble_update: batched`` maps them
 
     def __init__(

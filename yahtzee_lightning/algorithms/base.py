@@ -45,7 +45,7 @@ from ..machine import apply_thread_rule
 from ..nn import DROPOUT_MASK
 from ..schedules import run_lr_factor
 from ..solver import TurnOracle
-from .policy_gradient import PolicyGradient
+from .policy_gradient import SHAPED_REWARD, PolicyGradient
 
 __all__ = ["OnPolicyAlgorithm"]
 
@@ -73,7 +73,10 @@ class OnPolicyAlgorithm(
     its PPO), ``replay_dropout: false`` (the update draws fresh dropout masks instead of replaying
     those each step was played under, so it learns another policy than the one that acted),
     ``play_ahead: true`` (each batch played one update before it is learnt from: its prefetching
-    loader; the first two by the starting weights).
+    loader; the first two by the starting weights; its shaped rewards read as it is played, by the
+    network that played it, as that code's collection recorded its potentials), ``baseline: update``
+    (REINFORCE and A2C at TD(0): ``V(s)`` in the advantage from the update's own forward pass, as that
+    code's two took it, instead of the value recorded when the step was played; ``V(s')`` as recorded).
     Budget: ``total_games``
     in batches of ``games_per_batch``, ``evaluations`` evaluation intervals of ``eval_games``
     games each, and a final evaluation of ``final_eval_games`` (0 = skip) against the optimum.
@@ -143,6 +146,7 @@ class OnPolicyAlgorithm(
         learn_upper_head: bool = True,
         replay_dropout: bool = True,
         play_ahead: bool = False,
+        baseline: str = "collected",
         total_games: int = 1_000_000,
         games_per_batch: int = 20,
         evaluations: int = 100,
@@ -304,9 +308,18 @@ class OnPolicyAlgorithm(
         if not self.hparams.play_ahead:
             self.learn(self.collect())
             return
-        batch = self._ahead if self._ahead is not None else self.collect().clone()
-        self._ahead = self.collect().clone()  # what a prefetching loader plays before this update
+        batch = self._ahead if self._ahead is not None else self.play_batch_ahead()
+        self._ahead = self.play_batch_ahead()  # what a prefetching loader plays before this update
         self.learn(batch)
+
+    def play_batch_ahead(self) -> TensorDictBase:
+        """A batch played now to be learnt from after the next update (``play_ahead``): a copy of the
+        rollout, carrying its shaped rewards as the network that played it gives them (its weights,
+        its masks), read now: the published code's collection recorded its potentials as it played."""
+        batch = self.collect().clone()
+        if self.hparams.upper_shaping:
+            batch.set(SHAPED_REWARD, self.rewards(batch))
+        return batch
 
     def learn(self, batch: TensorDictBase) -> None:
         """The update on a freshly collected batch (``training_step`` plays it: ``collect``,

@@ -22,6 +22,10 @@ from ..nn import VALUE, as_played, eval_mode
 #: Each step's regression target of the upper-score head: its game's final upper sum as ``(sum - 63) / 63``.
 UPPER_TARGET = "upper_target"
 
+#: A batch's rewards with the upper-score shaping, where it carries them (``play_ahead``: read when it
+#: was played, by the network that played it); else ``rewards`` reads them when the update asks.
+SHAPED_REWARD = "shaped_reward"
+
 #: The saturation signs ``PolicyGradient.saturation`` logs (metrics, not loss terms).
 SATURATION = ("max_logit_keep", "max_logit_box", "log_prob_taken")
 
@@ -91,6 +95,8 @@ class PolicyGradient:
         """
         dist, value, *predicted = as_played(self.net, obs, self.batch_rolls, upper=self.has_upper_head)
         log_prob, value, ent_keep, ent_box = self.evaluate_actions(obs, (dist, value))
+        if self.hparams.baseline == "update":  # the published code's: V(s) of this forward, V(s') as recorded
+            advantage = advantage + (obs[VALUE] - value.detach())
         parts = {
             "policy": -(log_prob * self.normalize(advantage)).mean(),
             "value": self.hparams.lambda_v * (returns - value).pow(2).mean(),
@@ -132,12 +138,15 @@ class PolicyGradient:
         upper-score head ``u`` (trained towards ``(final upper sum - 63) / 63``) predicts. As in that
         code, ``u`` after a game's last step is taken as 0 (``P`` = 35), and there is no discount on
         ``P(s')``. The predictions are the current network's under the masks each step was played
-        with (those it had when the batch was played), read without gradient.
+        with (those it had when the batch was played), read without gradient; a batch played ahead
+        carries its own, read when it was played (``SHAPED_REWARD``).
         """
         reward = batch["next", K.REWARD]
         w = self.hparams.upper_shaping
         if not w:
             return reward
+        if SHAPED_REWARD in batch.keys():
+            return batch[SHAPED_REWARD]
         with torch.no_grad():
             flat = batch.reshape(-1)
             u = as_played(self.net, flat, self.batch_rolls, upper=True)[2].reshape(batch.shape)

@@ -19,6 +19,7 @@ class Reinforce(OnPolicyAlgorithm):
     once as actor and once as critic. Defaults: the study's REINFORCE column.
     """
 
+    BASELINE_FROM_UPDATE = True  # its loss is policy_gradient_loss: baseline: update is honoured there
     PACKABLE = True  # its steps through ``optimizer_step``: ``ensemble_update: batched`` maps them
 
     def __init__(

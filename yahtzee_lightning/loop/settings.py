@@ -18,9 +18,16 @@ from ..nn import PolicyValueNet, transfer_weights
 from ..schedules import LR_SCHEDULES, anneal, run_lr_factor
 from ..untrusted import check_count
 
+#: Where ``V(s)`` in an advantage comes from: recorded when the step was played, or the update's forward.
+BASELINES = ("collected", "update")
+
 
 class Settings:
     """Checks of the settings, the network built from them, the budget and the schedules over it."""
+
+    #: Whether the algorithm's loss can take ``V(s)`` from the update's forward (``baseline: update``):
+    #: those on ``policy_gradient_loss`` (REINFORCE, A2C).
+    BASELINE_FROM_UPDATE = False
 
     def validate_settings(self) -> None:
         """Refuse a bad setting when the module is built, naming it, rather than as a crash mid-run.
@@ -88,6 +95,20 @@ class Settings:
                 raise ValueError(
                     f"{name}: {h[name]} (an ablation of the published code's handling) trains one run, not an ensemble"
                 )
+        need(h.baseline in BASELINES, "baseline", f"one of {BASELINES}")
+        if h.baseline == "update":
+            if not type(self).BASELINE_FROM_UPDATE:
+                raise ValueError(
+                    f"baseline: update (V(s) from the update's forward, the published code's REINFORCE and A2C) "
+                    f"is for REINFORCE and A2C; {type(self).__name__} takes V(s) as recorded: use baseline: collected"
+                )
+            if h.get("gae_lambda", 0.0) > 0:
+                raise ValueError(
+                    f"baseline: update takes V(s) of the update's forward in the TD(0) error (the published "
+                    f"code's A2C); gae_lambda {h.gae_lambda} sums later steps' errors: use gae_lambda 0"
+                )
+            if h.ensemble is not None:
+                raise ValueError("baseline: update (an ablation of the published code's handling) trains one run")
         if h.capture != "none" and h.n_players >= 2:
             raise ValueError(
                 f"capture: {h.capture} compiles the solitaire env's step; the match env (n_players {h.n_players}) "
