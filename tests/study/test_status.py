@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 
@@ -11,7 +12,7 @@ import pandas as pd
 from yahtzee_lightning.commands.study import main
 from yahtzee_lightning.study.records import append_lines, read_lines
 from yahtzee_lightning.study.results import load_plan
-from yahtzee_lightning.study.status import _fit_paces, _left_line, status_lines
+from yahtzee_lightning.study.status import _fit_paces, _Left, _left_line, status_lines
 
 
 def _stop_seed_1(study, evals):
@@ -60,7 +61,9 @@ def test_status_counts_the_runs_and_says_how_far_one_under_way_has_come(finished
     assert "under way" in under_way and "24 of 32 games" in under_way and "last evaluation 60.5" in under_way
     assert "checkpoint 10 min ago" in under_way
     assert "0.01 games/s: about 13 min of training left" in under_way  # 8 games left at 8 games / 800 s
-    assert lines[1] == f"left: about {800 * n / 60:.0f} min of training for one core, at each recipe's newest pace here"
+    # What is left, once for a trial however many seeds it trains at once: 800 s, alone on its slot.
+    assert lines[1].startswith("left: about 13 min of training for one core, at each recipe's newest pace here; ")
+    assert re.search(r"; about 13 min of wall clock at \d+ at once$", lines[1]), lines[1]
     assert {p: p.stat().st_mtime_ns for p in study.rglob("*") if p.is_file()} == before  # read only
     assert main(["status", str(study)]) == 0
     printed = capsys.readouterr().out.splitlines()
@@ -72,13 +75,13 @@ def test_status_gives_no_pace_across_a_resume(finished_study, tmp_path):
     fit's clock, restarted, happens to read later than the first's."""
     study = tmp_path / "study"
     shutil.copytree(finished_study, study)
-    trial, _ = _stop_seed_1(study, [(16, 50.0, 100.0, "a"), (24, 60.5, 150.0, "b")])
+    _stop_seed_1(study, [(16, 50.0, 100.0, "a"), (24, 60.5, 150.0, "b")])
     under_way = next(line for line in status_lines(study) if "seed 1" in line)
     assert "under way" in under_way and "24 of 32 games" in under_way and "games/s" not in under_way
     # Without a pace of its own, a run is counted at its recipe's newest: here its own first fit's,
     # from the start (16 games in 100 s), not the resumed fit's single line: 8 games left, 50 s.
     lines = status_lines(study)
-    assert lines[1].startswith(f"left: about {50 * len(trial.seeds) / 60:.0f} min of training for one core")
+    assert lines[1].startswith("left: about 1 min of training for one core")
 
 
 def test_each_fit_gives_its_pace_and_a_run_of_an_unmeasured_recipe_is_said_not_counted():
@@ -95,9 +98,20 @@ def test_each_fit_gives_its_pace_and_a_run_of_an_unmeasured_recipe_is_said_not_c
     assert _fit_paces(evals) == [2.0, 2.5, 1.0]
     # No fit or node at all: the fits are where the clock went back.
     assert _fit_paces(evals[["games", "wall_clock_s"]].iloc[:4]) == [2.0, 2.5]
-    left = [("ppo.yaml", 100, None), ("ppo.yaml", 50, 5.0), ("dqn.yaml", 10, None)]
-    assert _left_line(left, {"ppo.yaml": 0.1}) == (
-        "left: about 17 min of training for one core, at each recipe's newest pace here "
-        "(1 run of a recipe with no pace yet not counted)"
+    # Trials in the plan's order: a and b not started (100 s and 200 s at their recipe's pace), c under
+    # way (600 s at its own pace), d two seeds at once (its slower, 120 s), e of a recipe with no pace.
+    # Two at once, the run under way first: c, and beside it a, b, then d: the last (c) ends at 600 s.
+    left = [
+        _Left("a", "ppo.yaml", 100, None, False),
+        _Left("b", "ppo.yaml", 200, None, False),
+        _Left("c", "ppo.yaml", 300, 0.5, True),
+        _Left("d", "ppo.yaml", 60, None, False),
+        _Left("d", "ppo.yaml", 120, None, False),
+        _Left("e", "dqn.yaml", 10, None, False),
+    ]
+    assert _left_line(left, {"ppo.yaml": 1.0}, at_once=2) == (
+        "left: about 17 min of training for one core, at each recipe's newest pace here; about 10 min of "
+        "wall clock at 2 at once (1 run of a recipe with no pace yet not counted)"
     )
-    assert _left_line([], {}) is None
+    assert "about 17 min of wall clock at 1 at once" in _left_line(left, {"ppo.yaml": 1.0}, at_once=1)
+    assert _left_line([], {}, 2) is None

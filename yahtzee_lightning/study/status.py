@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .records import SESSIONS, read_lines
 from .results import collect, load_plan
 
 #: The words for ``collect``'s states: a run with evaluations but no final one may be running now or
@@ -62,24 +64,52 @@ def _fit_paces(evals: Any) -> list[float]:
     return paces
 
 
-def _left_line(left: list[tuple[str, int, float | None]], paces: dict[str, float]) -> str | None:
-    """The training time the runs not done still need, one run a core: each at its own pace where it
+@dataclass
+class _Left:
+    """A run not done: its trial (the seeds it trains at once), recipe, games left, own pace."""
+
+    trial: str
+    recipe: str
+    games: int
+    pace: float | None
+    under_way: bool
+
+
+def _left_line(left: list[_Left], paces: dict[str, float], at_once: int) -> str | None:
+    """The training the runs not done still need: one core's hours, each run at its own pace where it
     has one, else at the newest pace of its recipe (base config) in this folder: the last fit of the
     last run of it in the plan's order, the nearest in time to what runs next (machines change
-    between sessions; an older pace may be another machine's)."""
+    between sessions; an older pace may be another machine's). A trial's seeds train at once, so a
+    trial counts for its slowest. Then the wall clock with ``at_once`` trials at a time (the runs
+    under way first, the others in the plan's order, each on the first slot that frees)."""
     if not left:
         return None
-    seconds, unmeasured = 0.0, 0
-    for base, games, own in left:
-        pace = own or paces.get(base)
-        if pace:
-            seconds += games / pace
-        else:
-            unmeasured += 1
-    line = f"left: about {_span(seconds)} of training for one core, at each recipe's newest pace here"
+    trials: dict[str, list[float | None]] = {}
+    under_way: set[str] = set()
+    for run in left:
+        pace = run.pace or paces.get(run.recipe)
+        trials.setdefault(run.trial, []).append(run.games / pace if pace else None)
+        if run.under_way:
+            under_way.add(run.trial)
+    measured = {t: max(s) for t, s in trials.items() if None not in s}
+    unmeasured = sum(len(s) for s in trials.values() if None in s)
+    slots = [0.0] * max(at_once, 1)
+    for t in sorted(measured, key=lambda t: t not in under_way):  # stable: the plan's order otherwise
+        slots[slots.index(min(slots))] += measured[t]
+    line = (
+        f"left: about {_span(sum(measured.values()))} of training for one core, at each recipe's newest pace "
+        f"here; about {_span(max(slots))} of wall clock at {at_once} at once"
+    )
     if unmeasured:
         line += f" ({unmeasured} run{'s' if unmeasured > 1 else ''} of a recipe with no pace yet not counted)"
     return line
+
+
+def _at_once(out: Path) -> int:
+    """Trials at a time in the folder's latest ``study run`` (its CPUs: one trial a CPU), else one."""
+    sessions = read_lines(out / SESSIONS)
+    cpus = sessions[-1].get("cpus") if sessions else None
+    return cpus if isinstance(cpus, int) and cpus >= 1 else 1
 
 
 def _span(seconds: float) -> str:
@@ -95,7 +125,7 @@ def status_lines(out: str | Path, now: float | None = None) -> list[str]:
     now = time.time() if now is None else now
     lines, counts = [], dict.fromkeys(STATES.values(), 0)
     paces: dict[str, float] = {}  # each recipe's newest games a second: its last run's last fit
-    left: list[tuple[str, int, float | None]] = []  # each run not done: its recipe, games left, own pace
+    left: list[_Left] = []  # each run not done
     for t in trials:
         base = study.cells[t.cell].base if t.cell in study.cells else t.cell
         for seed in t.seeds:
@@ -122,9 +152,9 @@ def status_lines(out: str | Path, now: float | None = None) -> list[str]:
                 pace = _pace(evals)
                 if pace:
                     line += f", {pace:.3g} {unit}/s: about {_span((budget - games) / pace)} of training left"
-                left.append((base, budget - games, pace))
+                left.append(_Left(t.run_dir, base, budget - games, pace, True))
             elif state == "not started":
-                left.append((base, budget, None))
+                left.append(_Left(t.run_dir, base, budget, None, False))
             elif state == "failed":
                 line += f": {final['error']}"
             lines.append(line)
@@ -132,5 +162,5 @@ def status_lines(out: str | Path, now: float | None = None) -> list[str]:
     head = f"{study.name}: {counts['done']} of {total} runs done, " + ", ".join(
         f"{n} {state}" for state, n in counts.items() if n and state != "done"
     )
-    total_left = _left_line(left, paces)
+    total_left = _left_line(left, paces, _at_once(out))
     return [head.rstrip(", "), *([total_left] if total_left else []), *("  " + line for line in lines)]
