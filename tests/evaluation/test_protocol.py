@@ -7,6 +7,7 @@ import torch
 
 from yahtzee_lightning.cli import main
 from yahtzee_lightning.evaluation import evaluate, to_json
+from yahtzee_lightning.evaluation.protocol import summarize
 from yahtzee_lightning.evaluation.report import table_rows
 from yahtzee_lightning.game import BOX_NAMES, Rules
 from yahtzee_lightning.hub import YahtzeeAgent
@@ -31,6 +32,32 @@ def test_regret_of_the_optimum_is_zero_and_greedy_regret_adds_up(default_table):
     assert abs(s["regret"]["per_game_mean"] - gap) < 4 * s["score"]["se"]
     assert s["regret"]["keep_mean"] > 0 and s["regret"]["box_mean"] > 0
     assert abs(sum(b["first_box_share"] for b in s["boxes"].values()) - 1) < 1e-9
+
+
+def test_fill_turn_share_counts_the_games_that_fill_each_box_at_each_turn():
+    # three hand-made games: game 0 fills box b at turn b, games 1 and 2 in the reverse order
+    order = torch.arange(13)
+    raw = {
+        "card": torch.zeros(3, 13, dtype=torch.int64),
+        "bonuses": torch.zeros(3, dtype=torch.int64),
+        "fill_turn": torch.stack([order, order.flip(0), order.flip(0)]),
+    }
+    boxes = summarize(raw, Rules())["boxes"]
+    assert boxes["ones"]["fill_turn_share"][0] == pytest.approx(1 / 3)
+    assert boxes["ones"]["fill_turn_share"][12] == pytest.approx(2 / 3)
+    assert boxes["chance"]["fill_turn_share"][0] == pytest.approx(2 / 3)
+    assert boxes["chance"]["first_box_share"] == pytest.approx(2 / 3)  # the first turn's share is the first box's
+    assert boxes["four_of_a_kind"]["fill_turn_share"][5] == pytest.approx(2 / 3)  # 12 - 7 = 5
+    assert all(len(b["fill_turn_share"]) == 13 for b in boxes.values())
+
+
+def test_every_turn_of_a_played_game_fills_one_box():
+    s = evaluate(GreedyPlayer(), games=200, seed=2, with_optimal=False)["summary"]
+    shares = torch.tensor([b["fill_turn_share"] for b in s["boxes"].values()])  # (box, turn)
+    assert torch.allclose(shares.sum(0), torch.ones(13), atol=1e-9)  # one box a turn
+    assert torch.allclose(shares.sum(1), torch.ones(13), atol=1e-9)  # each box once a game
+    for b in s["boxes"].values():
+        assert b["fill_turn_share"][0] == pytest.approx(b["first_box_share"])
 
 
 def test_table_breaks_the_regret_down_by_box_and_by_turn(default_table):

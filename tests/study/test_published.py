@@ -26,6 +26,7 @@ from yahtzee_lightning.study.judging.published import (
     seed_lines,
     side_by_side,
     started,
+    turn_tops,
     with_arms,
     write_table,
 )
@@ -297,6 +298,41 @@ def test_the_median_fill_turn_counts_the_first_turn_as_one_as_the_published_logs
     _each_refused(path, "fill_turn", [[0.0] * 13, [1.0] * 12, ["x"] * 13], "13 median turns, each in 1..13")
 
 
+def test_each_turns_top_boxes_stand_beside_our_share_of_the_same_boxes_and_our_own_top_three(tmp_path):
+    from yahtzee_lightning.study.drawing.published import _turn_section
+
+    path = _published(tmp_path)
+    data = json.loads(path.read_text())
+    top = [["small_straight", 0.173], ["large_straight", 0.136], ["four_of_a_kind", 0.115]]
+    data["rows"]["a2c_250k"]["top_by_turn"] = [top] * 13
+    path.write_text(json.dumps(data))
+    published = load_published(path)
+    results = _results({"c1": [210.0, 212.0], "c2": [200.0]})
+    # seed 0 fills box i at turn i + 1; seed 1 fills them in the reverse order; c2's evaluation predates the shares
+    shares = {f"fill_share/{turn}/{b}": [math.nan] * len(results) for turn in range(1, 14) for b in BOX_NAMES}
+    for seed, order in ((0, BOX_NAMES), (1, BOX_NAMES[::-1])):
+        row = results.index[(results["seed"] == seed) & (results["cell"] == "c1")][0]
+        for turn in range(1, 14):
+            for b in BOX_NAMES:
+                shares[f"fill_share/{turn}/{b}"][row] = float(order[turn - 1] == b)
+    results = pd.concat([results, pd.DataFrame(shares, index=results.index)], axis=1)
+    ours = seed_lines(results, {"c1": "a2c_250k", "c2": "ppo_50k"})
+    assert "fill_share/1/ones" not in ours[-1]  # c2's seed: no shares, no NaN columns
+    tops = turn_tops(ours, published, ["a2c_250k", "ppo_50k"])
+    assert list(tops) == ["a2c_250k"]  # ppo_50k: neither published tops nor a seed with shares
+    n, turns = tops["a2c_250k"]
+    assert n == 2 and turns[0].turn == 1
+    assert turns[0].paper[0] == ("small_straight", 0.173, 0.0)
+    assert turns[0].ours == [("ones", 0.5), ("chance", 0.5), ("twos", 0.0)]  # ties in the boxes' order
+    assert turns[9].ours[:2] == [("fours", 0.5), ("small_straight", 0.5)]  # turn 10: seed 0's box 10, seed 1's 4
+    assert turns[9].paper[0] == ("small_straight", 0.173, 0.5)
+    page = _turn_section(tops)
+    assert "**a2c_250k** (ours: 2 seeds)" in page
+    assert "| 10 | small_straight 17.3 % (50.0 %), large_straight 13.6 % (0.0 %)" in page
+    bad = [[top] * 12, [[["straight", 0.1]]] * 13, [[["yahtzee", 1.5]]] * 13, [[["yahtzee"]]] * 13]
+    _each_refused(path, "top_by_turn", bad, "13 turns, each a list of \\[box name, share in 0..1\\]")
+
+
 @pytest.mark.slow(
     "trains a tiny study of four runs, each with its final evaluation against the exact table, and writes its "
     "report: about 40 s"
@@ -319,7 +355,8 @@ def test_study_compare_writes_the_table_the_page_and_its_figures_from_a_study_fo
     out = build_study(tmp_path, ablations, False)
     path = _published(tmp_path)
     data = json.loads(path.read_text())
-    data["rows"]["a2c_250k"] |= {"curve": [[16, 10.0], [32, 20.0]], "fill_turn": [7.0] * 13}
+    top = [["small_straight", 0.2], ["chance", 0.1], ["ones", 0.1]]
+    data["rows"]["a2c_250k"] |= {"curve": [[16, 10.0], [32, 20.0]], "fill_turn": [7.0] * 13, "top_by_turn": [top] * 13}
     path.write_text(json.dumps(data))
     assert main(["compare", str(out), "--published", str(path)]) == 0
     with (out / "table.csv").open() as f:
@@ -330,7 +367,7 @@ def test_study_compare_writes_the_table_the_page_and_its_figures_from_a_study_fo
     ]  # rows the study has, then the arm (the stepped arm is the row's own cell: trained once)
     page = (out / "published" / "index.md").read_text()
     assert "`a2c_250k_unstepped` (beside a2c_250k)" in page and "| a2c_250k_unstepped | mean | 230.38 |" in page
-    for section in ("## Per box", "## When each box is filled", "## Learning curves"):
+    for section in ("## Per box", "## When each box is filled", "## Which boxes each turn fills", "## Learning curves"):
         assert section in page
     assert "| a2c_250k | 2 | 2 |" in page  # each seed evaluated once, at 32 games: a point of the paper's curve
     assert "| a2c_250k_unstepped | 2 | 2 |" in page  # the arm beside the same curve

@@ -120,6 +120,9 @@ def summarize(raw: dict[str, torch.Tensor], rules: Rules) -> dict:
                 "var": float(card[:, b].double().var()) if n > 1 else 0.0,
                 "median_fill_turn": float(fill[:, b].double().median()),
                 "first_box_share": float((first_box == b).double().mean()),
+                # the share of games that fill the box at each turn (index 0: the first), to set beside
+                # logs that list the boxes used most at each turn
+                "fill_turn_share": [float((fill[:, b] == t).double().mean()) for t in range(rules.n_turns)],
                 # how often the box takes a zero: a box used as a dump (over-used, as the paper says of
                 # four of a kind) is zeroed more often than the optimal player zeroes it
                 "zero_share": float((card[:, b] == 0).double().mean()),

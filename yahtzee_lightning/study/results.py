@@ -24,6 +24,9 @@ from .model import Study, StudyError
 from .records import LOG, PLAN, read_final, read_lines, read_record
 
 TABLE = "results.csv"
+#: The prefix of the columns ``fill_share/TURN/BOX``: the share of a member's final games that filled
+#: BOX at TURN (1 = the first).
+FILL_SHARE = "fill_share"
 #: ``results.csv``'s sha256, in ``sha256sum`` format: a report drawn from the table alone (a committed
 #: copy without run folders) refuses a table that was edited or damaged after ``study run`` wrote it.
 TABLE_DIGEST = "results.sha256"
@@ -107,6 +110,8 @@ def final_columns(summary: dict[str, Any]) -> dict[str, Any]:
         cols[f"fill_turn/{box}"] = s["median_fill_turn"]
         if "zero_share" in s:  # evaluations from before it have none
             cols[f"box_zero/{box}"] = s["zero_share"]
+        # the share of games filling the box at each turn (1 = the first); evaluations from before it have none
+        cols |= {f"{FILL_SHARE}/{t + 1}/{box}": share for t, share in enumerate(s.get("fill_turn_share", ()))}
     return cols
 
 

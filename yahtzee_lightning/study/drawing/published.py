@@ -21,6 +21,7 @@ from ..judging.published import (
     seed_lines,
     side_by_side,
     started,
+    turn_tops,
     with_arms,
     write_table,
 )
@@ -60,7 +61,7 @@ def compare_published(out: str | Path, published_path: str | Path) -> Path:
             draw_learning_curves(curves, folder / "curves.png")
         page = folder / "index.md"
         text = _page(study, published, rows, boxes, side_by_side(ours, published, rows), bool(drawn), arms)
-        fills = _fill_section(fill_turns(ours, published, rows))
+        fills = _fill_section(fill_turns(ours, published, rows)) + _turn_section(turn_tops(ours, published, rows))
         page.write_text(text + fills + _curves_section(curves) + _engine_section(engine_check(results, published)))
     return page
 
@@ -147,6 +148,35 @@ def _fill_section(turns: dict[str, list[tuple]]) -> str:
     for i, (name, _, _) in enumerate(turns[rows[0]]):
         cells = [f"{_cell(turns[row][i][1], 1, 1)} / {turns[row][i][2]:.1f}" for row in rows]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _turn_section(tops: dict[str, tuple]) -> str:
+    """The page's boxes used most at each turn: the paper's three (its log's shares, ours of the same
+    boxes beside them) and our own three, per row whose final evaluations count them."""
+    if not tops:
+        return ""
+    lines = [
+        "",
+        "## Which boxes each turn fills",
+        "",
+        "At each turn (1 = the first), the three boxes the paper's evaluation log fills most often, with the "
+        "share of its 100,000 games that did and, in brackets, the share of ours (the mean over seeds, each over "
+        "its final evaluation's games); then our own three. Descriptive; only seeds whose final evaluation "
+        "counts the boxes by turn (evaluations from 2026-11-30 on) are here.",
+    ]
+    for row, (n, turns) in tops.items():
+        lines += [
+            "",
+            f"**{row}** (ours: {n} seed{'s' if n != 1 else ''})",
+            "",
+            "| turn | the paper's three (ours) | our three |",
+            "|---:|---|---|",
+        ]
+        for t in turns:
+            paper = ", ".join(f"{box} {100 * theirs:.1f} % ({_cell(mine, 100, 1)} %)" for box, theirs, mine in t.paper)
+            mine = ", ".join(f"{box} {100 * share:.1f} %" for box, share in t.ours)
+            lines.append(f"| {t.turn} | {paper} | {mine} |")
     return "\n".join(lines) + "\n"
 
 

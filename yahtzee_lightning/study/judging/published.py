@@ -23,6 +23,7 @@ import numpy as np
 from ...game import BOX_NAMES
 from ...game.rules import UPPER_BONUS
 from ..model import StudyError
+from ..results import FILL_SHARE
 from .stats import interval, t_quantile
 
 #: The columns of ``table.csv``: a line per row and seed, plus a line per row whose seed is ``paper``.
@@ -81,6 +82,10 @@ def load_published(path: str | Path) -> dict[str, Any]:
                 raise StudyError(f"{path}: row {name!r} lacks {missing or 'per_box (13 boxes, bonus, total)'}")
             if "fill_turn" in row and not _is_fill_turns(row["fill_turn"]):
                 raise StudyError(f"{path}: row {name!r}: fill_turn must be 13 median turns, each in 1..13")
+            if "top_by_turn" in row and not _is_top_by_turn(row["top_by_turn"]):
+                raise StudyError(
+                    f"{path}: row {name!r}: top_by_turn must be 13 turns, each a list of [box name, share in 0..1]"
+                )
             if "curve" in row and not _is_curve(row["curve"]):
                 raise StudyError(
                     f"{path}: row {name!r}: curve must be [games, mean score] pairs, games positive and increasing"
@@ -97,6 +102,26 @@ def _is_fill_turns(turns: Any) -> bool:
     n = len(BOX_NAMES)
     return (
         isinstance(turns, list) and len(turns) == n and all(isinstance(t, (int, float)) and 1 <= t <= n for t in turns)
+    )
+
+
+def _is_top_by_turn(turns: Any) -> bool:
+    """13 turns, each ``[[box, share], ...]``: a box of ours by name, its share of games in 0..1."""
+    return (
+        isinstance(turns, list)
+        and len(turns) == len(BOX_NAMES)
+        and all(
+            isinstance(turn, list)
+            and all(
+                isinstance(pair, list)
+                and len(pair) == 2
+                and pair[0] in BOX_NAMES
+                and isinstance(pair[1], (int, float))
+                and 0 <= pair[1] <= 1
+                for pair in turn
+            )
+            for turn in turns
+        )
     )
 
 
@@ -201,6 +226,8 @@ def seed_lines(results: Any, cells: dict[str, str]) -> list[dict[str, Any]]:
                 "box/upper_bonus": float(r["upper_bonus_mean"]),
                 # the median turn each box is filled, 1 = the first (as the published logs count)
                 **{f"fill/{b}": float(r[f"fill_turn/{b}"]) + 1 for b in BOX_NAMES if f"fill_turn/{b}" in r},
+                # the share of games filling each box at each turn (evaluations from before it: none)
+                **{k: float(v) for k, v in r.items() if k.startswith(f"{FILL_SHARE}/") and not _missing(v)},
             }
         )
     return lines
@@ -323,6 +350,39 @@ def fill_turns(ours: list[dict[str, Any]], published: dict[str, Any], rows: list
             for i, name in enumerate(BOX_NAMES)
         ]
     return out
+
+
+@dataclass(frozen=True)
+class TurnTop:
+    """One turn of a row: the paper's three most used boxes there, each with the paper's share of games
+    and our seeds' mean share (NaN: no seed of ours has it), and our own three most used."""
+
+    turn: int
+    paper: list[tuple[str, float, float]]
+    ours: list[tuple[str, float]]
+
+
+def turn_tops(ours: list[dict[str, Any]], published: dict[str, Any], rows: list[str]) -> dict[str, tuple]:
+    """Per row whose published file has ``top_by_turn`` and with a seed of ours that has the shares:
+    ``(n seeds, [TurnTop, ...])``, the turns counted from 1 (as the published logs count)."""
+    out = {}
+    for row in rows:
+        paper = published["rows"][row].get("top_by_turn")
+        seeds = [line for line in ours if line["row"] == row and f"{FILL_SHARE}/1/{BOX_NAMES[0]}" in line]
+        if paper is None or not seeds:
+            continue
+
+        turns = []
+        for turn, top in enumerate(paper, start=1):
+            share = {b: float(np.mean([s[f"{FILL_SHARE}/{turn}/{b}"] for s in seeds])) for b in BOX_NAMES}
+            mine = sorted(share.items(), key=lambda pair: -pair[1])[:3]
+            turns.append(TurnTop(turn, [(b, float(p), share[b]) for b, p in top], mine))
+        out[row] = (len(seeds), turns)
+    return out
+
+
+def _missing(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
 
 
 def engine_check(results: Any, published: dict[str, Any]) -> dict[str, Any] | None:
