@@ -18,7 +18,6 @@ from yahtzee_lightning.study.judging.published import (
     fill_turns,
     in_whole_games,
     learning_curves,
-    load_published,
     matched_arms,
     matched_rows,
     paper_lines,
@@ -30,6 +29,7 @@ from yahtzee_lightning.study.judging.published import (
     with_arms,
     write_table,
 )
+from yahtzee_lightning.study.judging.published_file import load_published
 from yahtzee_lightning.study.model import StudyError
 
 

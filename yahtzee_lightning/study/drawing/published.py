@@ -13,7 +13,6 @@ from ..judging.published import (
     fill_turns,
     in_whole_games,
     learning_curves,
-    load_published,
     matched_arms,
     matched_rows,
     paper_lines,
@@ -25,6 +24,7 @@ from ..judging.published import (
     with_arms,
     write_table,
 )
+from ..judging.published_file import load_published
 from ..ownership import locked
 from ..results import collect, load_plan
 from .canvas import new_figure, save_figure
