@@ -25,6 +25,7 @@ from yahtzee_lightning.study.judging.published import (
     seed_lines,
     side_by_side,
     started,
+    turn_agreement,
     turn_tops,
     with_arms,
     write_table,
@@ -326,7 +327,11 @@ def test_each_turns_top_boxes_stand_beside_our_share_of_the_same_boxes_and_our_o
     assert turns[0].ours == [("ones", 0.5), ("chance", 0.5), ("twos", 0.0)]  # ties in the boxes' order
     assert turns[9].ours[:2] == [("fours", 0.5), ("small_straight", 0.5)]  # turn 10: seed 0's box 10, seed 1's 4
     assert turns[9].paper[0] == ("small_straight", 0.173, 0.5)
+    # each of the log's three boxes is ours at two turns (a share of 0.5: both a hit among our three), else 0
+    gaps = 11 * (0.173 + 0.136 + 0.115) + 2 * ((0.5 - 0.173) + (0.5 - 0.136) + (0.5 - 0.115))
+    assert turn_agreement(turns) == pytest.approx((gaps / 39, 0.136, 6, 39))
     page = _turn_section(tops)
+    assert "| a2c_250k | 2 | 17.48 | 13.60 | 6 of 39 |" in page
     assert "**a2c_250k** (ours: 2 seeds)" in page
     assert "| 10 | small_straight 17.3 % (50.0 %), large_straight 13.6 % (0.0 %)" in page
     bad = [[top] * 12, [[["straight", 0.1]]] * 13, [[["yahtzee", 1.5]]] * 13, [[["yahtzee"]]] * 13]

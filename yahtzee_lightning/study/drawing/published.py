@@ -20,6 +20,7 @@ from ..judging.published import (
     seed_lines,
     side_by_side,
     started,
+    turn_agreement,
     turn_tops,
     with_arms,
     write_table,
@@ -163,8 +164,15 @@ def _turn_section(tops: dict[str, tuple]) -> str:
         "At each turn (1 = the first), the three boxes the paper's evaluation log fills most often, with the "
         "share of its 100,000 games that did and, in brackets, the share of ours (the mean over seeds, each over "
         "its final evaluation's games); then our own three. Descriptive; only seeds whose final evaluation "
-        "counts the boxes by turn (evaluations from 2026-11-30 on) are here.",
+        "counts the boxes by turn (evaluations from 2026-11-30 on) are here. First, per row, how closely ours "
+        "fill the boxes the log lists, over its (turn, box) entries:",
+        "",
+        "| row | our seeds | mean \\|ours - paper\\| (points of %) | median | the log's entries among our three |",
+        "|---|---:|---:|---:|---:|",
     ]
+    for row, (n, turns) in tops.items():
+        mean, median, hits, entries = turn_agreement(turns)
+        lines.append(f"| {row} | {n} | {100 * mean:.2f} | {100 * median:.2f} | {hits} of {entries} |")
     for row, (n, turns) in tops.items():
         lines += [
             "",

@@ -305,6 +305,16 @@ def turn_tops(ours: list[dict[str, Any]], published: dict[str, Any], rows: list[
     return out
 
 
+def turn_agreement(turns: list[TurnTop]) -> tuple[float, float, int, int]:
+    """How closely our seeds fill the boxes the paper's log lists: over its (turn, box) entries, the
+    mean and median of |ours - the paper's| share, and how many of them are among our own three at
+    that turn, of how many."""
+    gaps = [abs(mine - theirs) for t in turns for _, theirs, mine in t.paper]
+    ours = [{box for box, _ in t.ours} for t in turns]
+    hits = sum(box in top for t, top in zip(turns, ours, strict=True) for box, _, _ in t.paper)
+    return float(np.mean(gaps)), float(np.median(gaps)), hits, len(gaps)
+
+
 def _missing(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
