@@ -279,7 +279,7 @@ def fill_turns(ours: list[dict[str, Any]], published: dict[str, Any], rows: list
 @dataclass(frozen=True)
 class TurnTop:
     """One turn of a row: the paper's three most used boxes there, each with the paper's share of games
-    and our seeds' mean share (NaN: no seed of ours has it), and our own three most used."""
+    and our seeds' mean share, and our own three most used (ties in the boxes' order)."""
 
     turn: int
     paper: list[tuple[str, float, float]]
@@ -295,7 +295,6 @@ def turn_tops(ours: list[dict[str, Any]], published: dict[str, Any], rows: list[
         seeds = [line for line in ours if line["row"] == row and f"{FILL_SHARE}/1/{BOX_NAMES[0]}" in line]
         if paper is None or not seeds:
             continue
-
         turns = []
         for turn, top in enumerate(paper, start=1):
             share = {b: float(np.mean([s[f"{FILL_SHARE}/{turn}/{b}"] for s in seeds])) for b in BOX_NAMES}
