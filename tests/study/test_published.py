@@ -184,7 +184,8 @@ def test_a_boxs_paper_number_is_judged_against_our_prediction_interval_and_its_b
 def test_the_page_marks_and_lists_the_boxes_outside_and_the_figure_draws_both_intervals(tmp_path):
     from PIL import Image
 
-    from yahtzee_lightning.study.drawing.published import _page, draw_box_differences
+    from yahtzee_lightning.study.drawing.published import _page
+    from yahtzee_lightning.study.drawing.published_figures import draw_box_differences
 
     seeds = [12.8, 12.9, 13.0]
     ours, published = _box_rows(seeds, {"fives": 14.0, "sixes": 40.0})
@@ -252,7 +253,8 @@ def test_a_single_turn_cells_turns_are_counted_as_whole_games_as_the_published_t
 
 
 def test_our_evaluations_are_set_beside_the_papers_curve_at_the_same_games(tmp_path):
-    from yahtzee_lightning.study.drawing.published import _curves_section, draw_learning_curves
+    from yahtzee_lightning.study.drawing.published import _curves_section
+    from yahtzee_lightning.study.drawing.published_figures import draw_learning_curves
 
     published = load_published(_published(tmp_path))
     published["rows"]["a2c_250k"]["curve"] = [[10_000, 150.0], [20_000, 170.0], [30_000, 180.0]]
@@ -332,7 +334,16 @@ def test_each_turns_top_boxes_stand_beside_our_share_of_the_same_boxes_and_our_o
     assert turn_agreement(turns) == pytest.approx((gaps / 39, 0.136, 6, 39))
     page = _turn_section(tops)
     assert "| a2c_250k | 2 | 17.48 | 13.60 | 6 of 39 |" in page
-    assert "**a2c_250k** (ours: 2 seeds)" in page
+    assert "**a2c_250k** (ours: 2 seeds)" in page and "![which boxes each turn fills](turns.png)" in page
+    from PIL import Image
+
+    from yahtzee_lightning.study.drawing.published_figures import draw_turn_agreement
+
+    draw_turn_agreement(tops, tmp_path / "turns.png")
+    drawn = Image.open(tmp_path / "turns.png").info
+    assert drawn["Legend"] == "ours = the log | turns 1-4 | turns 5-9 | turns 10-13"
+    # the panel's axes reach past the largest share (50 %, ours) on both sides: the diagonal is square
+    assert "x=the paper's log: share of games (%) (0.0, 54.0); y=ours (%) (0.0, 54.0)" in drawn["Axes"]
     assert "| 10 | small_straight 17.3 % (50.0 %), large_straight 13.6 % (0.0 %)" in page
     bad = [[top] * 12, [[["straight", 0.1]]] * 13, [[["yahtzee", 1.5]]] * 13, [[["yahtzee"]]] * 13]
     _each_refused(path, "top_by_turn", bad, "13 turns, each a list of \\[box name, share in 0..1\\]")
@@ -376,7 +387,7 @@ def test_study_compare_writes_the_table_the_page_and_its_figures_from_a_study_fo
         assert section in page
     assert "| a2c_250k | 2 | 2 |" in page  # each seed evaluated once, at 32 games: a point of the paper's curve
     assert "| a2c_250k_unstepped | 2 | 2 |" in page  # the arm beside the same curve
-    assert all((out / "published" / name).stat().st_size > 0 for name in ("boxes.png", "curves.png"))
+    assert all((out / "published" / name).stat().st_size > 0 for name in ("boxes.png", "curves.png", "turns.png"))
     # Its report holds each cell against its own row, never against the paper's one headline.
     from yahtzee_lightning.study.drawing.report import write_report
 

@@ -61,8 +61,8 @@ def save_figure(fig: Any, path: Path) -> None:
     fig.tight_layout()
     legend = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
     axes = [
-        f"x={ax.get_xlabel()} {tuple(round(v, 3) for v in ax.get_xlim())}; "
-        f"y={ax.get_ylabel()} {tuple(round(v, 3) for v in ax.get_ylim())}"
+        f"x={ax.get_xlabel()} {tuple(round(float(v), 3) for v in ax.get_xlim())}; "
+        f"y={ax.get_ylabel()} {tuple(round(float(v), 3) for v in ax.get_ylim())}"
         for ax in fig.axes
     ]
     rows = [" ; ".join(t.get_text() for t in ax.get_yticklabels() if t.get_text()) for ax in fig.axes]

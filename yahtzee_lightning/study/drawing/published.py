@@ -28,11 +28,10 @@ from ..judging.published import (
 from ..judging.published_file import load_published
 from ..ownership import locked
 from ..results import collect, load_plan
-from .canvas import new_figure, save_figure
+from .published_figures import draw_box_differences, draw_learning_curves, draw_turn_agreement
 
 FOLDER = "published"
 TABLE = "table.csv"
-PER_ROW = 4  # panels a row in the figures: the table's rows and their variants wrap onto more rows
 
 
 def compare_published(out: str | Path, published_path: str | Path) -> Path:
@@ -62,72 +61,12 @@ def compare_published(out: str | Path, published_path: str | Path) -> Path:
             draw_learning_curves(curves, folder / "curves.png")
         page = folder / "index.md"
         text = _page(study, published, rows, boxes, side_by_side(ours, published, rows), bool(drawn), arms)
-        fills = _fill_section(fill_turns(ours, published, rows)) + _turn_section(turn_tops(ours, published, rows))
+        tops = turn_tops(ours, published, rows)
+        if tops:
+            draw_turn_agreement(tops, folder / "turns.png")
+        fills = _fill_section(fill_turns(ours, published, rows)) + _turn_section(tops)
         page.write_text(text + fills + _curves_section(curves) + _engine_section(engine_check(results, published)))
     return page
-
-
-def draw_box_differences(boxes: dict[str, list[BoxGap]], path: Path) -> None:
-    """One panel a row: our mean points per box minus the paper's; dark bars our seeds' 95 % interval of
-    the mean, grey lines the 95 % prediction interval for one new run (the paper's number outside it
-    where the grey line misses 0)."""
-    cols = min(len(boxes), PER_ROW)
-    fig, axes = new_figure(width=3.2 * cols, height=4.5, ncols=len(boxes), per_row=PER_ROW)
-    from matplotlib.lines import Line2D  # after new_figure: matplotlib loads with the figure
-
-    for i_ax, (ax, (row, per_box)) in enumerate(zip(axes, boxes.items(), strict=True)):
-        names = [gap.name for gap in per_box]
-        diffs = [gap.band.mean - gap.paper for gap in per_box]
-        y = range(len(names))
-        colors = ["tab:blue" if d >= 0 else "tab:red" for d in diffs]
-        ax.barh(y, diffs, xerr=_errors(per_box, "low", "high"), color=colors, capsize=2)
-        ax.errorbar(
-            diffs, y, xerr=_errors(per_box, "predict_low", "predict_high"), fmt="none", ecolor="grey", elinewidth=0.8
-        )
-        for i, gap in enumerate(per_box):
-            if gap.outside:
-                ax.annotate(
-                    "outside", (0.98, i), xycoords=("axes fraction", "data"), ha="right", va="center", fontsize=7
-                )
-        ax.set_yticks(y, names if i_ax % cols == 0 else [""] * len(names), fontsize=8)  # a row's first panel
-        ax.invert_yaxis()
-        ax.axvline(0, color="black", linewidth=0.8)
-        n = max(gap.band.n for gap in per_box)
-        ax.set_title(f"{row} (n = {n} seed{'s' if n != 1 else ''})", fontsize=9)
-        ax.set_xlabel("ours - paper (points a game)")
-    axes[(len(axes) - 1) // cols * cols].legend(  # under the last row's first panel
-        handles=[
-            Line2D([], [], color="black", marker="|", label="95 % interval of our mean"),
-            Line2D([], [], color="grey", linewidth=0.8, label="one new run: 95 % prediction"),
-        ],
-        fontsize=7,
-        loc="upper left",
-        bbox_to_anchor=(0.0, -0.14),  # below the panel, clear of the bars
-        frameon=False,
-    )
-    save_figure(fig, path)
-
-
-def draw_learning_curves(curves: dict[str, dict], path: Path) -> None:
-    """One panel a row with a published curve: the paper's evaluations during training (black) and each
-    of our seeds' (finished or still training), mean score over 1,000 games against games trained."""
-    cols = min(len(curves), PER_ROW)
-    fig, axes = new_figure(width=4.0 * cols, height=4.0, ncols=len(curves), per_row=PER_ROW)
-    from matplotlib.ticker import FuncFormatter  # after new_figure: matplotlib loads with the figure
-
-    for i_ax, (ax, (row, c)) in enumerate(zip(axes, curves.items(), strict=True)):
-        games, means = zip(*c["paper"], strict=True)
-        ax.plot(games, means, color="black", linewidth=1.2, label="the paper's run")
-        for seed, points in sorted(c["ours"].items()):
-            x, y = zip(*points, strict=True)
-            ax.plot(x, y, marker=".", markersize=4, linewidth=0.9, label=f"ours, seed {seed}")
-        ax.set_title(f"{row} (ours: {len(c['ours'])} seed{'s' if len(c['ours']) != 1 else ''})", fontsize=9)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:,.0f} k"))
-        ax.set_xlabel("games trained")
-        ax.set_ylabel("mean score (1,000 games)" if i_ax % cols == 0 else "")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
-    save_figure(fig, path)
 
 
 def _fill_section(turns: dict[str, list[tuple]]) -> str:
@@ -165,7 +104,10 @@ def _turn_section(tops: dict[str, tuple]) -> str:
         "share of its 100,000 games that did and, in brackets, the share of ours (the mean over seeds, each over "
         "its final evaluation's games); then our own three. Descriptive; only seeds whose final evaluation "
         "counts the boxes by turn (evaluations from 2026-11-30 on) are here. First, per row, how closely ours "
-        "fill the boxes the log lists, over its (turn, box) entries:",
+        "fill the boxes the log lists, over its (turn, box) entries (`turns.png` draws each entry, the log's share "
+        "against ours):",
+        "",
+        "![which boxes each turn fills](turns.png)",
         "",
         "| row | our seeds | mean \\|ours - paper\\| (points of %) | median | the log's entries among our three |",
         "|---|---:|---:|---:|---:|",
@@ -245,14 +187,6 @@ def _curves_section(curves: dict[str, dict]) -> str:
         "and one seed's evaluations are not independent of each other.",
     ]
     return "\n".join(lines) + "\n"
-
-
-def _errors(per_box: list[BoxGap], low: str, high: str) -> tuple[list[float], list[float]]:
-    """Error bar lengths below and above each box's mean (none, not even caps, with one seed)."""
-    return (
-        [g.band.mean - getattr(g.band, low) if g.band.n > 1 else float("nan") for g in per_box],
-        [getattr(g.band, high) - g.band.mean if g.band.n > 1 else float("nan") for g in per_box],
-    )
 
 
 def _cell(value: float, scale: float, digits: int) -> str:
