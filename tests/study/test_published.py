@@ -323,8 +323,13 @@ def test_each_turns_top_boxes_stand_beside_our_share_of_the_same_boxes_and_our_o
     assert "fill_share/1/ones" not in ours[-1]  # c2's seed: no shares, no NaN columns
     tops = turn_tops(ours, published, ["a2c_250k", "ppo_50k"])
     assert list(tops) == ["a2c_250k"]  # ppo_50k: neither published tops nor a seed with shares
-    n, turns = tops["a2c_250k"]
+    n, turns = tops["a2c_250k"].seeds, tops["a2c_250k"].turns
     assert n == 2 and turns[0].turn == 1
+    # the seeds part on 6 of the log's 39 entries (each 1 against 0): the yardstick for the log's distance
+    assert tops["a2c_250k"].between_seeds == pytest.approx(6 / 39)
+    # one seed against the log: 1 - p at the three entries it fills, p at the other 36 (either seed)
+    one = (13 * 0.424 - 0.173 - 0.136 - 0.115 + (1 - 0.173) + (1 - 0.136) + (1 - 0.115)) / 39
+    assert tops["a2c_250k"].seed_to_log == pytest.approx(one)
     assert turns[0].paper[0] == ("small_straight", 0.173, 0.0)
     assert turns[0].ours == [("ones", 0.5), ("chance", 0.5), ("twos", 0.0)]  # ties in the boxes' order
     assert turns[9].ours[:2] == [("fours", 0.5), ("small_straight", 0.5)]  # turn 10: seed 0's box 10, seed 1's 4
@@ -333,7 +338,7 @@ def test_each_turns_top_boxes_stand_beside_our_share_of_the_same_boxes_and_our_o
     gaps = 11 * (0.173 + 0.136 + 0.115) + 2 * ((0.5 - 0.173) + (0.5 - 0.136) + (0.5 - 0.115))
     assert turn_agreement(turns) == pytest.approx((gaps / 39, 0.136, 6, 39))
     page = _turn_section(tops)
-    assert "| a2c_250k | 2 | 17.48 | 13.60 | 6 of 39 |" in page
+    assert f"| a2c_250k | 2 | 17.48 | 13.60 | 6 of 39 | {100 * one:.2f} | 15.38 |" in page
     assert "**a2c_250k** (ours: 2 seeds)" in page and "![which boxes each turn fills](turns.png)" in page
     from PIL import Image
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..judging.published import (
     BoxGap,
+    RowTurns,
     engine_check,
     fill_turns,
     in_whole_games,
@@ -91,7 +92,7 @@ def _fill_section(turns: dict[str, list[tuple]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _turn_section(tops: dict[str, tuple]) -> str:
+def _turn_section(tops: dict[str, RowTurns]) -> str:
     """The page's boxes used most at each turn: the paper's three (its log's shares, ours of the same
     boxes beside them) and our own three, per row whose final evaluations count them."""
     if not tops:
@@ -105,17 +106,21 @@ def _turn_section(tops: dict[str, tuple]) -> str:
         "its final evaluation's games); then our own three. Descriptive; only seeds whose final evaluation "
         "counts the boxes by turn (evaluations from 2026-11-30 on) are here. First, per row, how closely ours "
         "fill the boxes the log lists, over its (turn, box) entries (`turns.png` draws each entry, the log's share "
-        "against ours):",
+        "against ours); then, as a yardstick, how far one seed of ours lies from the log and from another seed "
+        "(two draws of the same recipe) on the same entries:",
         "",
         "![which boxes each turn fills](turns.png)",
         "",
-        "| row | our seeds | mean \\|ours - paper\\| (points of %) | median | the log's entries among our three |",
-        "|---|---:|---:|---:|---:|",
+        "| row | our seeds | mean \\|ours - paper\\| (points of %) | median | the log's entries among our three "
+        "| one seed against the log | one seed against another |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for row, (n, turns) in tops.items():
-        mean, median, hits, entries = turn_agreement(turns)
-        lines.append(f"| {row} | {n} | {100 * mean:.2f} | {100 * median:.2f} | {hits} of {entries} |")
-    for row, (n, turns) in tops.items():
+    for row, r in tops.items():
+        mean, median, hits, entries = turn_agreement(r.turns)
+        spread = f"{100 * r.seed_to_log:.2f} | {_cell(r.between_seeds, 100, 2)}"
+        lines.append(f"| {row} | {r.seeds} | {100 * mean:.2f} | {100 * median:.2f} | {hits} of {entries} | {spread} |")
+    for row, r in tops.items():
+        n, turns = r.seeds, r.turns
         lines += [
             "",
             f"**{row}** (ours: {n} seed{'s' if n != 1 else ''})",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..judging.published import BoxGap, TurnTop, turn_agreement
+from ..judging.published import BoxGap, RowTurns, turn_agreement
 from .canvas import new_figure, save_figure
 
 PER_ROW = 4  # panels a row in the figures: the table's rows and their variants wrap onto more rows
@@ -78,13 +78,14 @@ def draw_learning_curves(curves: dict[str, dict], path: Path) -> None:
 TURN_GROUPS = ((1, 4, "tab:blue"), (5, 9, "tab:green"), (10, 13, "tab:orange"))
 
 
-def draw_turn_agreement(tops: dict[str, tuple[int, list[TurnTop]]], path: Path) -> None:
+def draw_turn_agreement(tops: dict[str, RowTurns], path: Path) -> None:
     """One panel a row: each (turn, box) entry of the published log's three most used boxes a turn, the
     log's share of games against ours (the mean over seeds), coloured by the part of the game; on the
     diagonal ours fill that box at that turn as often as the log. The two farthest entries are named."""
     cols = min(len(tops), PER_ROW)
     fig, axes = new_figure(width=3.6 * cols, height=4.4, ncols=len(tops), per_row=PER_ROW)
-    for i_ax, (ax, (row, (n, turns))) in enumerate(zip(axes, tops.items(), strict=True)):
+    for i_ax, (ax, (row, r)) in enumerate(zip(axes, tops.items(), strict=True)):
+        n, turns = r.seeds, r.turns
         points = [(100 * theirs, 100 * mine, t.turn, box) for t in turns for box, theirs, mine in t.paper]
         top = float(max(max(x, y) for x, y, *_ in points)) * 1.08
         ax.plot([0, top], [0, top], color="black", linewidth=0.8, label="ours = the log")

@@ -286,9 +286,22 @@ class TurnTop:
     ours: list[tuple[str, float]]
 
 
-def turn_tops(ours: list[dict[str, Any]], published: dict[str, Any], rows: list[str]) -> dict[str, tuple]:
-    """Per row whose published file has ``top_by_turn`` and with a seed of ours that has the shares:
-    ``(n seeds, [TurnTop, ...])``, the turns counted from 1 (as the published logs count)."""
+@dataclass(frozen=True)
+class RowTurns:
+    """A row's turns (``TurnTop`` each) over our ``seeds``. Over the log's entries: ``seed_to_log``, how
+    far one seed of ours lies from the log (the mean |seed - log| share, averaged over our seeds), and
+    ``between_seeds``, how far our seeds lie from each other (the mean |seed - seed| share over every
+    pair; NaN with one seed): the yardstick for the first, as two draws of the same recipe."""
+
+    seeds: int
+    turns: list[TurnTop]
+    seed_to_log: float
+    between_seeds: float
+
+
+def turn_tops(ours: list[dict[str, Any]], published: dict[str, Any], rows: list[str]) -> dict[str, RowTurns]:
+    """Per row whose published file has ``top_by_turn`` and with a seed of ours that has the shares, its
+    ``RowTurns``, the turns counted from 1 (as the published logs count)."""
     out = {}
     for row in rows:
         paper = published["rows"][row].get("top_by_turn")
@@ -300,7 +313,11 @@ def turn_tops(ours: list[dict[str, Any]], published: dict[str, Any], rows: list[
             share = {b: float(np.mean([s[f"{FILL_SHARE}/{turn}/{b}"] for s in seeds])) for b in BOX_NAMES}
             mine = sorted(share.items(), key=lambda pair: -pair[1])[:3]
             turns.append(TurnTop(turn, [(b, float(p), share[b]) for b, p in top], mine))
-        out[row] = (len(seeds), turns)
+        entries = [(f"{FILL_SHARE}/{turn}/{b}", p) for turn, top in enumerate(paper, start=1) for b, p in top]
+        to_log = float(np.mean([np.mean([abs(s[k] - p) for k, p in entries]) for s in seeds]))
+        pairs = [(a, b) for i, a in enumerate(seeds) for b in seeds[i + 1 :]]
+        between = [float(np.mean([abs(a[k] - b[k]) for k, _ in entries])) for a, b in pairs]
+        out[row] = RowTurns(len(seeds), turns, to_log, float(np.mean(between)) if between else math.nan)
     return out
 
 
