@@ -60,6 +60,18 @@ def test_every_turn_of_a_played_game_fills_one_box():
         assert b["fill_turn_share"][0] == pytest.approx(b["first_box_share"])
 
 
+def test_the_table_names_the_box_each_player_fills_most_at_each_turn(default_table):
+    res = evaluate(GreedyPlayer(), games=200, seed=2)
+    rows = {r[0]: r[1:] for r in table_rows(res)}
+    for t in range(13):
+        players = (("greedy", res["summary"]), ("optimal", res["optimal"]))
+        for (name, s), cell in zip(players, rows[f"turn {t + 1}: box filled most"], strict=True):
+            shares = {b: v["fill_turn_share"][t] for b, v in s["boxes"].items()}
+            box = max(shares, key=shares.get)
+            assert cell == f"{box} {100 * shares[box]:.1f} %", name
+    assert rows["turn 1: box filled most"][1].split()[0] != "four_of_a_kind"  # the optimum never opens with it
+
+
 def test_table_breaks_the_regret_down_by_box_and_by_turn(default_table):
     res = evaluate(GreedyPlayer(), games=100, seed=3)
     rows = {r[0]: r[1:] for r in table_rows(res)}

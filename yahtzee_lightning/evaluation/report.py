@@ -42,10 +42,26 @@ def table_rows(result: dict) -> list[list[str]]:
         rows.append([f"{box} median fill turn", *(f"{s['boxes'][box]['median_fill_turn']:.0f}" for _, s in cols)])
     for box in cols[0][1]["boxes"]:
         rows.append([f"{box} first-box share", *(f"{100 * s['boxes'][box]['first_box_share']:.1f} %" for _, s in cols)])
+    rows += turn_rows(cols)
     for t in cols[0][1]["p_score_at_least"]:
         rows.append([f"P(score >= {t})", *(f"{100 * s['p_score_at_least'][t]:.2f} %" for _, s in cols)])
     rows += regret_rows(cols)
     return rows
+
+
+def turn_rows(cols: list[tuple[str, dict]]) -> list[list[str]]:
+    """The box each player fills most often at each turn, with the share of games that do (where the
+    summary counts it): the order in which a policy spends its boxes, beside the optimum's."""
+    boxes = cols[0][1]["boxes"]
+    if not all("fill_turn_share" in b for _, s in cols for b in s["boxes"].values()):
+        return []
+
+    def most(s: dict, turn: int) -> str:
+        box = max(s["boxes"], key=lambda b: s["boxes"][b]["fill_turn_share"][turn])
+        return f"{box} {100 * s['boxes'][box]['fill_turn_share'][turn]:.1f} %"
+
+    turns = len(next(iter(boxes.values()))["fill_turn_share"])
+    return [[f"turn {t + 1}: box filled most", *(most(s, t) for _, s in cols)] for t in range(turns)]
 
 
 def regret_rows(cols: list[tuple[str, dict]]) -> list[list[str]]:
