@@ -318,9 +318,16 @@ def test_each_turns_top_boxes_stand_beside_our_share_of_the_same_boxes_and_our_o
         for turn in range(1, 14):
             for b in BOX_NAMES:
                 shares[f"fill_share/{turn}/{b}"][row] = float(order[turn - 1] == b)
-    results = pd.concat([results, pd.DataFrame(shares, index=results.index)], axis=1)
+    # the optimal player on seed 1's games only (seed 0's evaluation predates its shares): chance at every turn
+    optimal = {f"optimal/{k}": [math.nan] * len(results) for k in shares}
+    row = results.index[(results["seed"] == 1) & (results["cell"] == "c1")][0]
+    for turn in range(1, 14):
+        for b in BOX_NAMES:
+            optimal[f"optimal/fill_share/{turn}/{b}"][row] = float(b == "chance")
+    results = pd.concat([results, pd.DataFrame(shares | optimal, index=results.index)], axis=1)
     ours = seed_lines(results, {"c1": "a2c_250k", "c2": "ppo_50k"})
     assert "fill_share/1/ones" not in ours[-1]  # c2's seed: no shares, no NaN columns
+    assert "optimal/fill_share/1/ones" not in ours[0] and ours[1]["optimal/fill_share/1/chance"] == 1.0
     tops = turn_tops(ours, published, ["a2c_250k", "ppo_50k"])
     assert list(tops) == ["a2c_250k"]  # ppo_50k: neither published tops nor a seed with shares
     n, turns = tops["a2c_250k"].seeds, tops["a2c_250k"].turns
@@ -330,6 +337,9 @@ def test_each_turns_top_boxes_stand_beside_our_share_of_the_same_boxes_and_our_o
     # one seed against the log: 1 - p at the three entries it fills, p at the other 36 (either seed)
     one = (13 * 0.424 - 0.173 - 0.136 - 0.115 + (1 - 0.173) + (1 - 0.136) + (1 - 0.115)) / 39
     assert tops["a2c_250k"].seed_to_log == pytest.approx(one)
+    # the optimal player (seed 1's games alone) fills none of the log's three at any turn: |0 - p| each
+    optimal_gap = 13 * (0.173 + 0.136 + 0.115) / 39
+    assert tops["a2c_250k"].optimal_to_log == pytest.approx(optimal_gap)
     assert turns[0].paper[0] == ("small_straight", 0.173, 0.0)
     assert turns[0].ours == [("ones", 0.5), ("chance", 0.5), ("twos", 0.0)]  # ties in the boxes' order
     assert turns[9].ours[:2] == [("fours", 0.5), ("small_straight", 0.5)]  # turn 10: seed 0's box 10, seed 1's 4
@@ -338,7 +348,7 @@ def test_each_turns_top_boxes_stand_beside_our_share_of_the_same_boxes_and_our_o
     gaps = 11 * (0.173 + 0.136 + 0.115) + 2 * ((0.5 - 0.173) + (0.5 - 0.136) + (0.5 - 0.115))
     assert turn_agreement(turns) == pytest.approx((gaps / 39, 0.136, 6, 39))
     page = _turn_section(tops)
-    assert f"| a2c_250k | 2 | 17.48 | 13.60 | 6 of 39 | {100 * one:.2f} | 15.38 |" in page
+    assert f"| a2c_250k | 2 | 17.48 | 13.60 | 6 of 39 | {100 * one:.2f} | 15.38 | {100 * optimal_gap:.2f} |" in page
     assert "**a2c_250k** (ours: 2 seeds)" in page and "![which boxes each turn fills](turns.png)" in page
     from PIL import Image
 

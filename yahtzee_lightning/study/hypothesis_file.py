@@ -55,6 +55,7 @@ REFERENCE_METRICS = (
     "box_mean",
     "box_zero",
     "first_box",
+    "fill_share",
 )
 
 

@@ -106,18 +106,20 @@ def _turn_section(tops: dict[str, RowTurns]) -> str:
         "its final evaluation's games); then our own three. Descriptive; only seeds whose final evaluation "
         "counts the boxes by turn (evaluations from 2026-11-30 on) are here. First, per row, how closely ours "
         "fill the boxes the log lists, over its (turn, box) entries (`turns.png` draws each entry, the log's share "
-        "against ours); then, as a yardstick, how far one seed of ours lies from the log and from another seed "
-        "(two draws of the same recipe) on the same entries:",
+        "against ours); then, as yardsticks, how far one seed of ours lies from the log and from another seed "
+        "(two draws of the same recipe), and how far the optimal player lies from the log on our seeds' own "
+        "games (a player with another schedule; only where a seed's evaluation played it with the shares), on "
+        "the same entries:",
         "",
         "![which boxes each turn fills](turns.png)",
         "",
         "| row | our seeds | mean \\|ours - paper\\| (points of %) | median | the log's entries among our three "
-        "| one seed against the log | one seed against another |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| one seed against the log | one seed against another | the optimal player against the log |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row, r in tops.items():
         mean, median, hits, entries = turn_agreement(r.turns)
-        spread = f"{100 * r.seed_to_log:.2f} | {_cell(r.between_seeds, 100, 2)}"
+        spread = f"{100 * r.seed_to_log:.2f} | {_cell(r.between_seeds, 100, 2)} | {_cell(r.optimal_to_log, 100, 2)}"
         lines.append(f"| {row} | {r.seeds} | {100 * mean:.2f} | {100 * median:.2f} | {hits} of {entries} | {spread} |")
     for row, r in tops.items():
         n, turns = r.seeds, r.turns

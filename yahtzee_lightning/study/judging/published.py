@@ -152,6 +152,8 @@ def seed_lines(results: Any, cells: dict[str, str]) -> list[dict[str, Any]]:
                 **{f"fill/{b}": float(r[f"fill_turn/{b}"]) + 1 for b in BOX_NAMES if f"fill_turn/{b}" in r},
                 # the share of games filling each box at each turn (evaluations from before it: none)
                 **{k: float(v) for k, v in r.items() if k.startswith(f"{FILL_SHARE}/") and not _missing(v)},
+                # the optimal player's shares on this seed's own final games (a yardstick for the log's)
+                **{k: float(v) for k, v in r.items() if k.startswith(f"optimal/{FILL_SHARE}/") and not _missing(v)},
             }
         )
     return lines
@@ -291,12 +293,16 @@ class RowTurns:
     """A row's turns (``TurnTop`` each) over our ``seeds``. Over the log's entries: ``seed_to_log``, how
     far one seed of ours lies from the log (the mean |seed - log| share, averaged over our seeds), and
     ``between_seeds``, how far our seeds lie from each other (the mean |seed - seed| share over every
-    pair; NaN with one seed): the yardstick for the first, as two draws of the same recipe."""
+    pair; NaN with one seed): the yardstick for the first, as two draws of the same recipe; and
+    ``optimal_to_log``, how far the optimal player lies from the log on our seeds' own games (averaged
+    over the seeds whose evaluation played it with the shares; NaN where none did): a player that
+    plays another schedule."""
 
     seeds: int
     turns: list[TurnTop]
     seed_to_log: float
     between_seeds: float
+    optimal_to_log: float = math.nan
 
 
 def turn_tops(ours: list[dict[str, Any]], published: dict[str, Any], rows: list[str]) -> dict[str, RowTurns]:
@@ -317,7 +323,9 @@ def turn_tops(ours: list[dict[str, Any]], published: dict[str, Any], rows: list[
         to_log = float(np.mean([np.mean([abs(s[k] - p) for k, p in entries]) for s in seeds]))
         pairs = [(a, b) for i, a in enumerate(seeds) for b in seeds[i + 1 :]]
         between = [float(np.mean([abs(a[k] - b[k]) for k, _ in entries])) for a, b in pairs]
-        out[row] = RowTurns(len(seeds), turns, to_log, float(np.mean(between)) if between else math.nan)
+        played = [s for s in seeds if all(f"optimal/{k}" in s for k, _ in entries)]
+        optimal = [float(np.mean([abs(s[f"optimal/{k}"] - p) for k, p in entries])) for s in played]
+        out[row] = RowTurns(len(seeds), turns, to_log, _mean_or_nan(between), _mean_or_nan(optimal))
     return out
 
 
@@ -329,6 +337,10 @@ def turn_agreement(turns: list[TurnTop]) -> tuple[float, float, int, int]:
     ours = [{box for box, _ in t.ours} for t in turns]
     hits = sum(box in top for t, top in zip(turns, ours, strict=True) for box, _, _ in t.paper)
     return float(np.mean(gaps)), float(np.median(gaps)), hits, len(gaps)
+
+
+def _mean_or_nan(values: list[float]) -> float:
+    return float(np.mean(values)) if values else math.nan
 
 
 def _missing(value: Any) -> bool:
