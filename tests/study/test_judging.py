@@ -275,6 +275,19 @@ def test_an_axis_of_two_values_gets_its_upper_bonus_rate_compared_beside_its_ran
     assert rows[0][2].startswith("+16.0 [") and "**an effect**" in rows[0][3]  # 28.75 - 12.75 points of %
 
 
+def test_a_factorial_contrast_that_needs_a_cell_without_a_finished_seed_is_pending_not_a_nan():
+    """A study still running: the arm with no finished seed is named pending, as its ranked pair is."""
+    from yahtzee_lightning.study.judging.claims import PENDING
+
+    cells = {"replayed": [226.0, 224.0], "as_published": []}
+    extra = {"replayed": {s: {"upper_bonus_rate": b} for s, b in enumerate([0.12, 0.10])}}
+    labels = {c: {"model.init_args.handling": c} for c in cells}
+    ctx = _context(cells, [], extra, axes=("model.init_args.handling",), labels=labels)
+    (row,) = factorial_claims(ctx, "algorithm")
+    assert row[1] == "upper-bonus rate, points of %: handling as_published vs replayed (factorial)"
+    assert row[2:] == ["a cell without a finished seed yet", PENDING]
+
+
 def test_a_cell_at_another_network_size_is_set_against_its_recipe_at_the_same_games_trained():
     """The paper's 600 x 3 A2C (300,000 games) against the study's 128 x 2 A2C of the same recipe at that
     one's evaluation nearest 300,000 games, not its 500,000-game finals: width apart, not budget."""

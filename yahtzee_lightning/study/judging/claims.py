@@ -27,11 +27,10 @@ from ..chain import scratch_twin, size_twins
 from ..results import COLLAPSE_WINDOW, DEAD_VALUE, FALLEN, NARROW_KEEP, SATURATED_LOGIT
 from . import hypotheses
 from .context import Context, Series, agents, collapsed, markdown_table
-from .factorial import factorial_claims, verdict
+from .factorial import PENDING, factorial_claims, verdict
 from .published import AXIS as ROW_AXIS
 from .stats import against, paired, welch
 
-PENDING = "pending: not judged"
 #: The paper's headline: its best A2C (1,000,000 games) over 100,000 games. The abstract calls it a median;
 #: the results table and the evaluation log print it as the mean of those games (their variance beside it).
 PAPER_HEADLINE = 241.78

@@ -10,6 +10,8 @@ from .stats import Comparison, contrast
 
 EXPLORATORY = "exploratory: "
 RESOLVED_NOT = "not resolved at this n"
+#: A comparison one of whose cells has no finished seed yet (a study still running).
+PENDING = "pending: not judged"
 #: Axis values read as ordered where they are not numbers (the entropy regimes).
 ORDERED_LABELS = ("low", "baseline", "high")
 FACTORIAL_METRICS = (("mean_score", "final mean score"), ("upper_bonus_rate", "upper-bonus rate, points of %"))
@@ -77,8 +79,12 @@ def factorial_claims(ctx: Context, ablation: str) -> list[list[str]]:
         for name, coefs in contrasts:
             if metric == "mean_score" and len(coefs) == 2:
                 continue  # two cells' scores: a ranked pair of ordering_claims already
+            what = f"{unit}: {name} (factorial)"
+            if any(not len(data.get(k, ())) for k, w in coefs.items() if w):  # a cell it needs has no finished seed
+                rows.append([ablation, what, "a cell without a finished seed yet", PENDING])
+                continue
             c = contrast(list(data.values()), [coefs.get(k, 0.0) for k in data])
-            rows.append([ablation, f"{unit}: {name} (factorial)", c.text(), verdict(c, "an effect")])
+            rows.append([ablation, what, c.text(), verdict(c, "an effect")])
     return rows
 
 
