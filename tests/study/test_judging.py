@@ -275,6 +275,20 @@ def test_an_axis_of_two_values_gets_its_upper_bonus_rate_compared_beside_its_ran
     assert rows[0][2].startswith("+16.0 [") and "**an effect**" in rows[0][3]  # 28.75 - 12.75 points of %
 
 
+def test_a_single_turn_cells_budget_is_said_in_turns_beside_the_full_game_cells_games():
+    from yahtzee_lightning.study.judging.context import budget_text
+    from yahtzee_lightning.study.model import Cell
+
+    full = [Cell(f"c{g}", "x.yaml", {}, "PPO", total_games=g) for g in (250_000, 50_000, 250_000)]
+    single = Cell("s", "y.yaml", {}, "REINFORCE", task="single_turn", total_games=3_380_000)
+    assert budget_text(full) == "50,000 / 250,000 games per run"
+    assert (
+        budget_text([*full, single])
+        == "50,000 / 250,000 games per run and 3,380,000 turns per run of a single-turn cell"
+    )
+    assert budget_text([single], per="") == "3,380,000 turns of a single-turn cell"
+
+
 def test_a_factorial_contrast_that_needs_a_cell_without_a_finished_seed_is_pending_not_a_nan():
     """A study still running: the arm with no finished seed is named pending, as its ranked pair is."""
     from yahtzee_lightning.study.judging.claims import PENDING

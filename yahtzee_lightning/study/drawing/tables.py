@@ -17,6 +17,7 @@ from ..judging.context import (
     Context,
     Series,
     agents,
+    budget_text,
     label_of_cell,
     markdown_table,
     mean_and_interval,
@@ -152,7 +153,7 @@ def table_summary(ctx: Context, ablations: list[str], path: Path) -> int:
             [
                 s.label if detail in s.label else f"{s.label} ({detail})",
                 picked,
-                f"{cell.total_games:,}",
+                budget_text([cell], per=""),
                 mean_and_interval(f["mean_score"], "mean_score"),
                 mean_and_interval(f["median"], "median", 0),
                 mean_and_interval(fresh["mean_score"], "mean_score") if len(fresh) else "no weights",
@@ -165,7 +166,7 @@ def table_summary(ctx: Context, ablations: list[str], path: Path) -> int:
                 against_greedy(f),
             ]
         )
-    header = ["agent", "picked", "training games", "mean", "median", "mean, fresh games", "median, fresh games"]
+    header = ["agent", "picked", "training", "mean", "median", "mean, fresh games", "median, fresh games"]
     header += ["SD", "upper bonus %", "Yahtzee %", "games >= 250 %", "regret/game", "minus greedy, same games"]
     path.write_text(markdown_table(header, rows))
     return len(rows)

@@ -107,7 +107,7 @@ class Context:
             return " / ".join(f"{v:,}" for v in sorted({getattr(c, name) for c in cells}))
 
         parts = [
-            f"Budget {values('total_games')} games per run (profile {self.study.profile})",
+            f"Budget {budget_text(cells)} (profile {self.study.profile})",
             method_text(seeds, spread),
             f"{values('evaluations')} evaluations of {values('eval_games')} games",
             f"final evaluation {values('final_eval_games')} games",
@@ -118,13 +118,27 @@ class Context:
                 n = " / ".join(map(str, sorted(set(evals.groupby(["cell", "seed"]).size()))))
                 parts.append(
                     f"curves draw {n} in-training evaluations a member, from {evals['games'].min():,.0f} to "
-                    f"{evals['games'].max():,.0f} games, and, where the quantity has one, the final evaluation at "
-                    f"{values('total_games')} games"
+                    f"{evals['games'].max():,.0f} games (turns for a single-turn cell), and, where the quantity has "
+                    f"one, the final evaluation at {budget_text(cells, per='')}"
                 )
         if self.reference:
             games = self.reference["key"]["games"]
             parts.append(f"optimal and greedy players on the {games:,} games of a member's final evaluation")
         return ("; ".join(parts) + ". " + what).strip()
+
+
+def budget_text(cells: list[Cell], per: str = " per run") -> str:
+    """The cells' budgets in their own units: a full-game cell trains on games, a single-turn cell on
+    turns (an episode is one turn, so its count is 13 times its games'), never both called games."""
+
+    def joined(task_is_single: bool) -> str:
+        found = sorted({c.total_games for c in cells if (c.task == "single_turn") == task_is_single})
+        return " / ".join(f"{v:,}" for v in found)
+
+    games, turns = joined(False), joined(True)
+    parts = [f"{games} games{per}"] if games else []
+    parts += [f"{turns} turns{per} of a single-turn cell"] if turns else []
+    return " and ".join(parts)
 
 
 def recipe(cell: Cell) -> str:
