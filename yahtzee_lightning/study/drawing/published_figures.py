@@ -105,7 +105,8 @@ def draw_turn_agreement(tops: dict[str, RowTurns], path: Path) -> None:
         ax.set_title(f"{row}\n(n = {n} seed{'s' if n != 1 else ''}; mean |d| {100 * mean:.2f} points of %)", fontsize=9)
         ax.set_xlabel("the paper's log: share of games (%)")
         ax.set_ylabel("ours (%)" if i_ax % cols == 0 else "")
-        ax.legend(fontsize=6, loc="upper left")
+        if i_ax == 0:  # one legend for the figure: the same in every panel, where it hid named entries
+            ax.legend(fontsize=6, loc="best")
     save_figure(fig, path)
 
 
