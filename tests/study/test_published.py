@@ -357,6 +357,9 @@ def test_each_turns_top_boxes_stand_beside_our_share_of_the_same_boxes_and_our_o
     draw_turn_agreement(tops, tmp_path / "turns.png")
     drawn = Image.open(tmp_path / "turns.png").info
     assert drawn["Legend"] == "ours = the log | turns 1-4 | turns 5-9 | turns 10-13"
+    # two panels, one legend: the same in each, it would hide the entries a panel names
+    draw_turn_agreement({"a2c_250k": tops["a2c_250k"], "twice": tops["a2c_250k"]}, tmp_path / "two.png")
+    assert Image.open(tmp_path / "two.png").info["Legend"] == drawn["Legend"]
     # the panel's axes reach past the largest share (50 %, ours) on both sides: the diagonal is square
     assert "x=the paper's log: share of games (%) (0.0, 54.0); y=ours (%) (0.0, 54.0)" in drawn["Axes"]
     assert "| 10 | small_straight 17.3 % (50.0 %), large_straight 13.6 % (0.0 %)" in page
