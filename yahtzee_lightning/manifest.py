@@ -250,6 +250,32 @@ class Manifest:
             self.save()
 
 
+def folder_holder(folder: str | Path) -> dict[str, Any] | None:
+    """Who holds ``folder`` now, from its owner file (``pid``, ``host``, ``since``, ``command``), read
+    without taking its lock: None where there is none or it is not readable, or where it names a
+    process of this host that has ended (a killed writer's owner file stays behind)."""
+    try:
+        owner = read_json(Path(folder) / OWNER)
+        pid, host = int(owner["pid"]), str(owner["host"])
+    except (OSError, ValueError, KeyError, TypeError):  # UntrustedError is a ValueError
+        return None
+    if host == socket.gethostname() and not _alive(pid):
+        return None
+    return owner
+
+
+def _alive(pid: int) -> bool:
+    if os.name != "posix":  # signal 0 is a POSIX question; elsewhere the owner file is taken at its word
+        return True
+    try:
+        os.kill(pid, 0)  # signal 0: asks whether the process exists, sends nothing
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return True
+
+
 def _owner_text(path: Path) -> str:
     try:
         o = read_json(path)

@@ -115,3 +115,31 @@ def test_each_fit_gives_its_pace_and_a_run_of_an_unmeasured_recipe_is_said_not_c
     )
     assert "about 17 min of wall clock at 1 at once" in _left_line(left, {"ppo.yaml": 1.0}, at_once=1)
     assert _left_line([], {}, 2) is None
+
+
+def test_a_run_whose_fit_holds_its_folder_before_its_first_evaluation_is_under_way(finished_study, tmp_path):
+    """A fit writes its owner file as it takes its run folder's lock, minutes before the first evaluation:
+    such a run is under way, named with the process; an owner file left by a process that has ended (a
+    killed fit's stays behind) is not, so the run reads as not started."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    study = tmp_path / "study"
+    shutil.copytree(finished_study, study)
+    trial, run = _stop_seed_1(study, [])
+    owner = run / "checkpoints" / ".yahtzee-lightning.owner"
+    owner.parent.mkdir(exist_ok=True)
+    record = {"host": socket.gethostname(), "since": "2026-11-30 13:50:33 UTC", "command": "yahtzee-lightning fit"}
+    owner.write_text(json.dumps(record | {"pid": os.getpid()}))
+    n = len(trial.seeds)
+    lines = status_lines(study)
+    assert lines[0] == f"tiny: {2 - n} of 2 runs done, {n} under way"
+    line = next(line for line in lines if "seed 1" in line)
+    assert line.endswith(f"under way, 0 of 32 games, before its first evaluation (pid {os.getpid()} on "
+                         f"{socket.gethostname()} since 2026-11-30 13:50:33 UTC)")  # fmt: skip
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    owner.write_text(json.dumps(record | {"pid": ended.pid}))
+    assert status_lines(study)[0] == f"tiny: {2 - n} of 2 runs done, {n} not started"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..manifest import folder_holder
 from .records import SESSIONS, read_lines
 from .results import collect, load_plan
 
@@ -133,6 +134,9 @@ def status_lines(out: str | Path, now: float | None = None) -> list[str]:
             final = mine[mine["stage"] == "final"].iloc[0]
             evals = mine[mine["stage"] == "eval"].sort_values("games") if "games" in mine else mine.iloc[:0]
             state = STATES[final["status"]]
+            # a run whose fit holds its folder but has written no evaluation yet has started all the same
+            holder = folder_holder(out / t.run_dir / "checkpoints") if state == "not started" else None
+            state = "under way" if holder else state
             counts[state] += 1
             budget = int(final["total_games"])
             games = final.get("games") if state == "done" else (evals["games"].iloc[-1] if len(evals) else 0)
@@ -145,6 +149,10 @@ def status_lines(out: str | Path, now: float | None = None) -> list[str]:
                 line += f", last evaluation {evals['mean_score'].iloc[-1]:.1f}"
             if state == "done":
                 line += f", final {final['mean_score']:.2f} over {int(final['final_games']):,} games"
+            elif holder:
+                who = f"pid {holder['pid']} on {holder['host']} since {holder['since']}"
+                line += f", before its first evaluation ({who})"
+                left.append(_Left(t.run_dir, base, budget, None, True))
             elif state == "under way":
                 ckpt = out / t.run_dir / "checkpoints" / "last.ckpt"
                 if ckpt.exists():
