@@ -91,3 +91,23 @@ def test_each_kind_of_failure_is_worded_by_what_went_wrong(error, words):
 
 def test_a_fault_of_ours_keeps_its_traceback():
     assert failure_line(KeyError("x")) is None and failure_line(AttributeError("y")) is None
+
+
+def test_output_into_a_pipe_whose_reader_has_gone_stops_quietly_but_a_remotes_broken_pipe_is_worded(
+    monkeypatch, capsys
+):
+    """``| head`` that has read its lines is no failure: no "a remote or a connection failed", the shell's
+    status for it (128 + SIGPIPE). A broken pipe with our stdout still open is a remote's, and worded so."""
+    read, write = os.pipe()
+    os.close(read)  # no reader at all: the verb's first write to stdout fails
+    verb = [sys.executable, "-m", "yahtzee_lightning.cli", "evaluate", "--agent", "random", "--games", "4"]
+    done = subprocess.run([*verb, "--no-optimal"], stdout=write, stderr=subprocess.PIPE, text=True, timeout=300)
+    os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")
+
+    def remote(_argv):
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+    monkeypatch.setattr("yahtzee_lightning.commands.evaluate.main", remote)
+    assert main(["evaluate"]) == 1
+    assert "a remote or a connection failed (BrokenPipeError" in capsys.readouterr().err

@@ -101,11 +101,36 @@ def main(argv: list[str] | None = None) -> int:
             return int(func([verb, *rest]) or 0)
         return int(func(rest) or 0)
     except Exception as e:  # what a verb did not word itself: one line by what went wrong, else a traceback
+        if isinstance(e, BrokenPipeError) and _stdout_closed():  # else a remote's connection, worded below
+            return _SIGPIPE_EXIT
         line = failure_line(e)
         if line is None:
             raise
         print(f"yahtzee-lightning {verb}: error: {line}", file=sys.stderr)
         return 2 if isinstance(e, (ValueError, ModuleNotFoundError)) else 1
+
+
+#: A shell's status for a writer whose reader went away (128 + SIGPIPE), as ``yes | head`` gives.
+_SIGPIPE_EXIT = 141
+
+
+def _stdout_closed() -> bool:
+    """Whether our standard output's reader has gone (``| head`` read what it wanted): nothing failed,
+    so the verb stops quietly. Asked of the pipe itself (its write end reports an error once no reader
+    is left), not of Python's buffer, which the failed write already emptied. Then stdout points at the
+    null device, so that Python's own flush at exit finds no broken pipe to print about either."""
+    import os
+    import select
+
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        gone = any(events & select.POLLERR for _, events in poll.poll(0))
+    except (OSError, ValueError, AttributeError):  # no poll here, or a stdout without a descriptor
+        return False
+    if gone:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return gone
 
 
 #: ``errno`` names of a full disk or a file-size limit, and of a refused permission.
