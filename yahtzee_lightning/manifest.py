@@ -254,14 +254,19 @@ def folder_holder(folder: str | Path) -> dict[str, Any] | None:
     """Who holds ``folder`` now, from its owner file (``pid``, ``host``, ``since``, ``command``), read
     without taking its lock: None where there is none or it is not readable, or where it names a
     process of this host that has ended (a killed writer's owner file stays behind)."""
-    try:
-        owner = read_json(Path(folder) / OWNER)
-        pid, host = int(owner["pid"]), str(owner["host"])
-    except (OSError, ValueError, KeyError, TypeError):  # UntrustedError is a ValueError
-        return None
-    if host == socket.gethostname() and not _alive(pid):
+    owner = _read_owner(Path(folder) / OWNER)
+    if owner is None or (owner["host"] == socket.gethostname() and not _alive(owner["pid"])):
         return None
     return owner
+
+
+def _read_owner(path: Path) -> dict[str, Any] | None:
+    """An owner file's record (its pid an int), or None where it is missing or not one."""
+    try:
+        owner = read_json(path)
+        return {**owner, "pid": int(owner["pid"]), "host": str(owner["host"]), "since": owner["since"]}
+    except (OSError, ValueError, KeyError, TypeError):  # UntrustedError is a ValueError
+        return None
 
 
 def _alive(pid: int) -> bool:
@@ -277,11 +282,10 @@ def _alive(pid: int) -> bool:
 
 
 def _owner_text(path: Path) -> str:
-    try:
-        o = read_json(path)
-        return f"pid {o['pid']} on {o['host']} since {o['since']} ({o['command']})"
-    except (OSError, ValueError, KeyError, TypeError):
+    o = _read_owner(path)
+    if o is None or "command" not in o:
         return "another process (its name is not readable)"
+    return f"pid {o['pid']} on {o['host']} since {o['since']} ({o['command']})"
 
 
 @contextlib.contextmanager
