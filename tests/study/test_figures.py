@@ -71,3 +71,70 @@ def test_a_curve_ends_at_the_final_evaluation_even_when_training_was_evaluated_a
         Series("a2c", "algorithm", "c1", pd.DataFrame(), earlier), "mean_score", games, mean, mean, mean
     )
     assert not final and list(m) == [150.0, 185.0]
+
+
+def _curves_of(budgets: dict[str, tuple[int, str]]):
+    """A report's learning-curve figure of one cell per budget (games, task), drawn without a study."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from yahtzee_lightning.study.judging.context import Series
+
+    series, cells = [], {}
+    for i, (name, (budget, task)) in enumerate(budgets.items()):
+        games = np.linspace(budget / 10, budget, 10)
+        evals = pd.DataFrame({"games": np.r_[games, games], "seed": [0] * 10 + [1] * 10})
+        evals["kl"] = 0.01 * (1 + i) + evals["games"] / budget / 100 + evals["seed"] / 1000
+        series.append(Series(name, "a", f"c{i}", evals, pd.DataFrame()))
+        cells[f"c{i}"] = SimpleNamespace(task=task)
+    ctx = SimpleNamespace(all_series=lambda ablations: series, study=SimpleNamespace(cells=cells), reference={})
+    return ctx
+
+
+def _axes_of(path) -> tuple[str, float]:
+    from PIL import Image
+
+    text = Image.open(path).text
+    return text["Axes"], Image.open(path).size[0]
+
+
+def test_curves_whose_budgets_span_decades_share_a_log_axis_and_a_long_legend_leaves_the_axes(tmp_path):
+    """The paper study's over-training figures drew 50,000-game curves beside 3,380,000 single-turn
+    turns on one linear axis (the short runs squashed against its left edge) under a 14-entry legend
+    that covered them."""
+    from yahtzee_lightning.study.drawing.figures import draw_curves
+
+    draw = draw_curves("kl", "KL", refs=False)
+    few = {f"cell {i}": (250_000, "full_game") for i in range(3)}
+    assert draw(_curves_of(few), ["a"], tmp_path / "few.png") == 3 * 10  # an evaluation a point, its seeds pooled
+    axes, narrow = _axes_of(tmp_path / "few.png")
+    assert axes.startswith("x=games trained (") and "log" not in axes  # one budget: linear, as before
+
+    many = {f"cell {i}": (250_000, "full_game") for i in range(12)} | {"single": (3_380_000, "single_turn")}
+    assert draw(_curves_of(many), ["a"], tmp_path / "many.png") == 13 * 10
+    axes, wide = _axes_of(tmp_path / "many.png")
+    assert axes.startswith("x=games trained (turns for a single-turn cell), log scale")
+    assert wide > narrow  # the legend beside the axes, on a wider figure
+
+
+def test_a_long_legend_sits_beside_the_axes_where_it_covers_no_data():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from yahtzee_lightning.study.drawing.figures import LEGEND_INSIDE, place_legend, spans_decades
+
+    for n, outside in ((LEGEND_INSIDE, False), (LEGEND_INSIDE + 1, True)):
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        for i in range(n):
+            ax.plot([0, 1], [i, i], label=f"line {i}")
+        place_legend(ax)
+        fig.canvas.draw()
+        legend, axes = ax.get_legend().get_window_extent(), ax.get_window_extent()
+        assert (legend.x0 >= axes.x1) == outside
+        assert fig.get_figwidth() == (12 if outside else 8)
+        plt.close(fig)
+    assert spans_decades([50_000, 250_000, 3_380_000]) and not spans_decades([50_000, 250_000, 500_000])
+    assert not spans_decades([0, 250_000]) and not spans_decades([250_000])  # nothing to compare

@@ -23,15 +23,21 @@ def draw_curves(metric: str, ylabel: str, refs: bool = True) -> Callable[[Contex
         fig, ax = new_figure()
         points, scale, top = 0, percent(metric), [0.0]
         ends: list[tuple[float, float, str, Any]] = []  # each curve's last point and its change
+        drawn: list[tuple[Series, tuple[Any, ...]]] = []
         for s in ctx.all_series(ablations):
-            evaluations = curve(s.evals, metric)
-            games, mean, low, high, final = with_final(s, metric, *evaluations)
-            if len(games) == 0:
-                continue
+            evaluations = with_final(s, metric, *curve(s.evals, metric))
+            if len(evaluations[0]):
+                drawn.append((s, evaluations))
+        log = spans_decades([float(e[0][-1]) for _, e in drawn])
+        for i, (s, (games, mean, low, high, final)) in enumerate(drawn):
+            if log:  # a log axis has no place for 0 games
+                keep = games > 0
+                games, mean, low, high = games[keep], mean[keep], low[keep], high[keep]
             points += len(games)
             dead = collapsed_members(s)
             label = s.label + (f" ({dead} of {s.finals['seed'].nunique()} seeds collapsed)" if dead else "")
-            (line,) = ax.plot(games, scale * mean, marker="o", markersize=3, label=label)
+            style = LINE_STYLES[i // COLOURS % len(LINE_STYLES)]  # past ten curves a colour comes back
+            (line,) = ax.plot(games, scale * mean, marker="o", markersize=3, linestyle=style, label=label)
             if final:  # the final evaluation: a square
                 ax.plot(games[-1:], scale * mean[-1:], marker="s", markersize=6, color=line.get_color())
             ax.fill_between(games, scale * low, scale * high, color=line.get_color(), alpha=0.2)
@@ -42,17 +48,51 @@ def draw_curves(metric: str, ylabel: str, refs: bool = True) -> Callable[[Contex
         ax.margins(x=0.08)  # room for the end labels inside the axes
         if refs:
             top += reference_lines(ax, ctx, metric)
-        ax.set_xlabel("games trained")
+        turns = any(ctx.study.cells[s.cell].task == "single_turn" for s, _ in drawn)
+        ax.set_xlabel(games_label(turns, log))
+        if log:
+            ax.set_xscale("log")
         ax.set_ylabel(ylabel)
         if scale != 1:  # a rate, in % from 0 to a little above the highest value drawn
             ax.set_ylim(0, min(100.0, 1.08 * max(top)) or 1)
+        place_legend(ax)  # before the end labels: they are placed on the axes as the legend leaves them
         label_ends(ax, ends)
-        ax.legend(fontsize=7, loc="best")
         ax.grid(alpha=0.3)
         save_figure(fig, path)
         return points
 
     return draw
+
+
+#: Curves whose budgets end more than this many times apart share a log x axis: on a linear one the
+#: short runs' curves are squashed against its left edge (50,000 games beside 3,380,000 turns).
+LOG_SPAN = 10.0
+#: A legend of more entries than this goes beside the axes, where it covers no curve.
+LEGEND_INSIDE = 6
+#: Matplotlib's colours come back after ten curves; the next ten are dashed, and so on.
+COLOURS = 10
+LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def spans_decades(budgets: list[float]) -> bool:
+    """Whether curves ending at these games trained need a log x axis (see ``LOG_SPAN``)."""
+    positive = [b for b in budgets if b > 0]
+    return len(positive) > 1 and max(positive) > LOG_SPAN * min(positive)
+
+
+def games_label(turns: bool, log: bool) -> str:
+    """The x axis's words: a single-turn cell's budget counts turns, not games."""
+    return "games trained" + (" (turns for a single-turn cell)" if turns else "") + (", log scale" if log else "")
+
+
+def place_legend(ax: Any) -> None:
+    """The legend in the axes' emptiest corner when short; beside them, right of the plot, when long."""
+    entries = len(ax.get_legend_handles_labels()[1])
+    if entries > LEGEND_INSIDE:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+        ax.figure.set_size_inches(ax.figure.get_figwidth() + 4.0, ax.figure.get_figheight())
+    else:
+        ax.legend(fontsize=7, loc="best")
 
 
 #: How a bar chart labels a cell whose seeds have no final evaluation yet (its row stays, without a bar).
