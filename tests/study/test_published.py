@@ -450,3 +450,28 @@ def test_many_panels_wrap_onto_rows_with_no_empty_panel_left():
     fig, axes = new_figure(width=6, height=4, ncols=3, per_row=4)
     assert len(fig.axes) == 3 and tuple(fig.get_size_inches()) == (6, 4)  # fewer than a row: one row
     plt.close(fig)
+
+
+def test_two_names_at_nearly_the_same_place_are_moved_apart():
+    """The turns figure names a panel's two farthest entries; two close together printed one name
+    over the other."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from yahtzee_lightning.study.drawing.published_figures import separate_names
+
+    fig, ax = plt.subplots(figsize=(4, 4))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 10)
+    at = dict(fontsize=6, xytext=(3, -8), textcoords="offset points")
+    names = [ax.annotate("turn 1: four_of_a_kind", (5, 5), **at), ax.annotate("turn 2: chance", (5.1, 5.05), **at)]
+    far = ax.annotate("turn 13: yahtzee", (1, 9), **at)
+    renderer = fig.canvas.get_renderer()
+    assert names[0].get_window_extent(renderer).overlaps(names[1].get_window_extent(renderer))
+    separate_names([*names, far])
+    first, second = (n.get_window_extent(renderer) for n in names)
+    assert not first.overlaps(second) and second.y0 >= first.y1  # moved up, just clear of it
+    assert far.xyann == (3, -8)  # a name with room stays where it was put
+    plt.close(fig)

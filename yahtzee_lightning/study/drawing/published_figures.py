@@ -4,6 +4,7 @@ share of the boxes the published logs list beside the logs' own."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..judging.published import BoxGap, RowTurns, turn_agreement
 from .canvas import new_figure, save_figure
@@ -94,10 +95,12 @@ def draw_turn_agreement(tops: dict[str, RowTurns], path: Path) -> None:
             if group:
                 xs, ys = zip(*group, strict=True)
                 ax.scatter(xs, ys, color=color, s=14, label=f"turns {first}-{last}")
+        names = []
         for x, y, turn, box in sorted(points, key=lambda p: -abs(p[1] - p[0]))[:2]:
             right = x > top / 2  # a label that would leave the panel reads leftwards
-            ax.annotate(f"turn {turn}: {box}", (x, y), fontsize=6, xytext=(-3 if right else 3, -8),
-                        textcoords="offset points", ha="right" if right else "left")  # fmt: skip
+            names.append(ax.annotate(f"turn {turn}: {box}", (x, y), fontsize=6, xytext=(-3 if right else 3, -8),
+                                     textcoords="offset points", ha="right" if right else "left"))  # fmt: skip
+            names[-1].set_in_layout(False)  # placed once the layout is settled (separate_names)
         ax.set_xlim(0, top)
         ax.set_ylim(0, top)
         ax.set_aspect("equal")
@@ -107,7 +110,28 @@ def draw_turn_agreement(tops: dict[str, RowTurns], path: Path) -> None:
         ax.set_ylabel("ours (%)" if i_ax % cols == 0 else "")
         if i_ax == 0:  # one legend for the figure: the same in every panel, where it hid named entries
             ax.legend(fontsize=6, loc="best")
+    fig.tight_layout()  # the layout the file is saved with, so that the names are apart there
+    for ax in axes:
+        separate_names(ax.texts)
     save_figure(fig, path)
+
+
+def separate_names(names: list[Any]) -> None:
+    """Move each annotation that overlaps an earlier one up, just clear of it: two named entries
+    that lie close together would otherwise print one name over the other."""
+    if len(names) < 2:
+        return
+    fig = names[0].figure
+    renderer = fig.canvas.get_renderer()
+    placed = [names[0].get_window_extent(renderer)]
+    for name in names[1:]:
+        box = name.get_window_extent(renderer)
+        for other in placed:
+            if box.overlaps(other):
+                lift = (other.y1 - box.y0 + 1) * 72 / fig.dpi  # pixels to the offset's points
+                name.xyann = (name.xyann[0], name.xyann[1] + lift)
+                box = name.get_window_extent(renderer)
+        placed.append(box)
 
 
 def _errors(per_box: list[BoxGap], low: str, high: str) -> tuple[list[float], list[float]]:
