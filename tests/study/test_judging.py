@@ -102,7 +102,7 @@ def _context(
     cell_labels = labels or {cid: {"algorithm": cid} for cid in cells}
     ab = Ablation("algorithm", list(axes), [(cid, cell_labels[cid]) for cid in cells], list(range(8)))
     games, overrides = size or (1_000_000, {})  # the paper's agent unless named
-    sized = {cid: SimpleNamespace(total_games=games, overrides=overrides) for cid in cells}
+    sized = {cid: SimpleNamespace(total_games=games, task="full_game", overrides=overrides) for cid in cells}
     study = SimpleNamespace(ablations={"algorithm": ab}, hypotheses={h.id: h for h in hyps}, cells=sized)
     return SimpleNamespace(study=study, table=pd.DataFrame(rows))
 

@@ -34,6 +34,7 @@ from tensordict import TensorDictBase
 
 from ..env.games import check_capture
 from ..game import Rules
+from ..game.rules import episode_unit, episodes_text
 from ..loop.collection import Collection, _Players
 from ..loop.diagnosis import Diagnosis
 from ..loop.ensemble import Ensemble
@@ -232,9 +233,10 @@ class OnPolicyAlgorithm(
         h, ranks = self.hparams, self.world_size
         per_update = h.games_per_batch * ranks * self.ensemble_size
         members = f" x {self.ensemble_size} members" if self.ensemble_size > 1 else ""
+        unit, budget = episode_unit(h.task), episodes_text(h.total_games, h.task)  # evaluations play whole games
         return (
-            f"plan: {ranks} rank{'s' if ranks > 1 else ''} x {h.games_per_batch} games a batch{members} = "
-            f"{per_update:,} games an update; {self.total_updates:,} updates ({h.total_games:,} games); "
+            f"plan: {ranks} rank{'s' if ranks > 1 else ''} x {h.games_per_batch} {unit} a batch{members} = "
+            f"{per_update:,} {unit} an update; {self.total_updates:,} updates ({budget}); "
             f"an evaluation of {h.eval_games:,} games every {self.updates_per_epoch:,} update"
             f"{'s' if self.updates_per_epoch != 1 else ''}, "
             f"then {h.final_eval_games:,} final games"

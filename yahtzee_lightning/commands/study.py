@@ -205,6 +205,8 @@ def _hub(args: argparse.Namespace) -> int:
 
 def describe(study) -> str:
     """The study's ablations, their cells (labels, algorithm, budget) and seeds, as text."""
+    from ..game.rules import episodes_text
+
     lines = [f"study {study.name} (profile {study.profile}): {len(study.cells)} cells"]
     for ab in study.ablations.values():
         sched = f", scheduler {ab.scheduler['name']}" if ab.scheduler else ""
@@ -213,7 +215,7 @@ def describe(study) -> str:
         for cell_id, labels in ab.cells:
             c = study.cells[cell_id]
             text = ", ".join(f"{k}={v}" for k, v in labels.items())
-            lines.append(f"    {cell_id} {text}  [{c.algorithm}, {c.task}, {c.total_games:,} games]")
+            lines.append(f"    {cell_id} {text}  [{c.algorithm}, {c.task}, {episodes_text(c.total_games, c.task)}]")
     lines.append("exhibits: " + ", ".join(study.exhibits))
     for h in study.hypotheses.values():  # the confirmatory tests, as the study file writes them down
         relation = {"greater": "greater than", "less": "less than", "either": "different from", "equal": "equal to"}

@@ -15,10 +15,9 @@ from typing import Any, NoReturn
 import torch
 
 from ..game import BOX_NAMES, N_BOXES, N_KEEPS, OPEN, GameState, Rules, card_total, engine, legal_mask
-from ..game.rules import N_FACES, N_ROLLS
+from ..game.rules import N_FACES, N_ROLLS, TASKS
 from . import keys as K
 
-TASKS = ("full_game", "single_turn")
 #: Where a single-turn episode starts: an empty card, a random partly filled one
 #: (``engine.random_partial_cards``), or the card the agent's own play left (``own_play``: each game
 #: plays on, one turn an episode, a new game after its last box; the first batch spread over the

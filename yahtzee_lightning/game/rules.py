@@ -25,6 +25,8 @@ N_DICE = 5
 N_FACES = 6
 N_KEEPS = 32  # keep patterns: bit i keeps die i (dice sorted ascending)
 N_ROLLS = 3  # decisions per turn: keep, keep, score
+#: What an episode is: a whole game of 13 turns, or one turn (the single-turn task).
+TASKS = ("full_game", "single_turn")
 UPPER_BONUS_THRESHOLD = 63
 UPPER_BONUS = 35
 YAHTZEE_BONUS = 100
@@ -32,6 +34,17 @@ YAHTZEE_BOX = 11
 FULL_HOUSE, SMALL_STRAIGHT, LARGE_STRAIGHT = 8, 9, 10
 JOKER_VALUES = {FULL_HOUSE: 25, SMALL_STRAIGHT: 30, LARGE_STRAIGHT: 40}
 JOKER_MODES = ("free", "forced", "off")
+
+
+def episode_unit(task: str) -> str:
+    """What a task's training counts: a single-turn episode is one turn, and calling it a game
+    reads as thirteen times the training."""
+    return "turns" if task == "single_turn" else "games"
+
+
+def episodes_text(count: float, task: str) -> str:
+    """A count of episodes in the task's own unit: ``3,380,000 turns``, ``250,000 games``."""
+    return f"{count:,.0f} {episode_unit(task)}"
 
 
 @dataclass(frozen=True)

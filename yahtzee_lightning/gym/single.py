@@ -25,11 +25,10 @@ import gymnasium
 import numpy as np
 
 from ..game import BOX_NAMES, Rules
-from ..game.rules import N_ROLLS
+from ..game.rules import N_ROLLS, TASKS
 from ..game.single import N_CODES, SingleGame
 from . import spaces
 
-TASKS = ("full_game", "single_turn")
 START_CARDS = ("empty", "random")
 RULE_KEYWORDS = ("joker", "yahtzee_bonus", "boxes")
 

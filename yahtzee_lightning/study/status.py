@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..game.rules import episode_unit
 from ..manifest import folder_holder
 from .records import SESSIONS, read_lines
 from .results import collect, load_plan
@@ -141,7 +142,7 @@ def status_lines(out: str | Path, now: float | None = None) -> list[str]:
             budget = int(final["total_games"])
             games = final.get("games") if state == "done" else (evals["games"].iloc[-1] if len(evals) else 0)
             games = 0 if games is None or (isinstance(games, float) and math.isnan(games)) else int(games)
-            unit = "turns" if final["task"] == "single_turn" else "games"  # a single-turn run trains on turns
+            unit = episode_unit(final["task"])
             line = f"{names.get(t.cell, t.cell)}, seed {seed} ({t.cell}): {state}, {games:,} of {budget:,} {unit}"
             if fits := _fit_paces(evals):
                 paces[base] = fits[-1]

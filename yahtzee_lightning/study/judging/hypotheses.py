@@ -19,7 +19,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ...game.rules import episodes_text
 from ..hypothesis_file import Hypothesis, cell_label, earlier_folder
+from ..model import Cell
 from ..results import load_plan, load_table
 from .context import Context, bounds
 from .scale import PAPER_GAMES, Network, network_of, smaller_network
@@ -103,10 +105,14 @@ def judge(ctx: Context) -> list[Judged]:
 
 def _size(ctx: Context, h: Hypothesis) -> tuple[Network | None, int]:
     """The hypothesis's cell's network (None where its config names none) and training games."""
-    ab = ctx.study.ablations[h.ablation]
-    cell_id = next(c for c, labels in ab.cells if cell_label(labels) == h.compare[0])
-    cell = ctx.study.cells[cell_id]
+    cell = _cell(ctx, h)
     return network_of(cell), cell.total_games
+
+
+def _cell(ctx: Context, h: Hypothesis) -> Cell:
+    """The cell a hypothesis names first."""
+    ab = ctx.study.ablations[h.ablation]
+    return ctx.study.cells[next(c for c, labels in ab.cells if cell_label(labels) == h.compare[0])]
 
 
 def below_paper_scale(ctx: Context, h: Hypothesis) -> bool:
@@ -118,7 +124,8 @@ def below_paper_scale(ctx: Context, h: Hypothesis) -> bool:
 def scale_of(ctx: Context, h: Hypothesis) -> str:
     """The hypothesis's cell's size as a verdict names it: ``128 x 2, 500,000 games``."""
     net, games = _size(ctx, h)
-    return f"{net.label()}, {games:,} games" if net is not None else f"{games:,} games"
+    budget = episodes_text(games, _cell(ctx, h).task)
+    return f"{net.label()}, {budget}" if net is not None else budget
 
 
 def scaled(c: Comparison, metric: str) -> Comparison:
