@@ -16,7 +16,7 @@ import pandas as pd
 
 from ...digest import record_sha256
 from ...game import BOX_NAMES
-from ...game.rules import UPPER_BONUS
+from ...game.rules import UPPER_BONUS, episode_unit
 from ..chain import chain_label
 from ..model import Cell, Study, StudyError
 from ..records import REFERENCE, digested_text, read_record
@@ -130,14 +130,12 @@ class Context:
 def budget_text(cells: list[Cell], per: str = " per run") -> str:
     """The cells' budgets in their own units: a full-game cell trains on games, a single-turn cell on
     turns (an episode is one turn, so its count is 13 times its games'), never both called games."""
-
-    def joined(task_is_single: bool) -> str:
-        found = sorted({c.total_games for c in cells if (c.task == "single_turn") == task_is_single})
-        return " / ".join(f"{v:,}" for v in found)
-
-    games, turns = joined(False), joined(True)
-    parts = [f"{games} games{per}"] if games else []
-    parts += [f"{turns} turns{per} of a single-turn cell"] if turns else []
+    parts = []
+    for unit in ("games", "turns"):
+        found = sorted({c.total_games for c in cells if episode_unit(c.task) == unit})
+        if found:
+            which = " of a single-turn cell" if unit == "turns" else ""
+            parts.append(f"{' / '.join(f'{v:,}' for v in found)} {unit}{per}{which}")
     return " and ".join(parts)
 
 
