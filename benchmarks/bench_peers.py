@@ -44,6 +44,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from yahtzee_lightning.png import save_png
+
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import quiet_trainer, write_json  # noqa: E402
 
@@ -395,7 +397,7 @@ def figure(result: dict[str, Any], curves: list[tuple[str, list[float], list[flo
     ax.set_title(f"Same rules, machine and {result['threads']} thread(s) each")
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_png(fig, path, dpi=120)
     plt.close(fig)
 
 

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..atomic import write_text_whole, written_whole
+from ..atomic import write_text_whole
+from ..png import save_png
 
 STATE, HISTORY, FIGURE = "loop_state.json", "history.jsonl", "stages.png"
 #: How often a step that runs writes its seconds so far into the state: a kill the process cannot see
@@ -154,8 +155,7 @@ def draw_stages(rows: list[dict[str, Any]], path: Path) -> None:
     bottom.set_xticks(stages)
     bottom.grid(alpha=0.3)
     fig.tight_layout()
-    with written_whole(path) as partial:
-        fig.savefig(partial, dpi=110)
+    save_png(fig, path, dpi=110)
     plt.close(fig)
 
 

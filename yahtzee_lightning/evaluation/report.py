@@ -7,6 +7,8 @@ from pathlib import Path
 
 import torch
 
+from ..png import save_png
+
 ROWS = (
     ("mean score", lambda s: f"{s['score']['mean']:.2f}"),
     ("standard deviation", lambda s: f"{s['score']['sd']:.2f}"),
@@ -164,7 +166,7 @@ def _write_report(result: dict, directory: Path) -> list[Path]:
     ax.set_title(f"Mean points per box and bonus ({games})")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(paths[2], dpi=100)
+    save_png(fig, paths[2])
     plt.close(fig)
     scores: dict[str, torch.Tensor] = result.get("scores", {})
     if scores:
@@ -180,7 +182,7 @@ def _write_report(result: dict, directory: Path) -> list[Path]:
         ax.set_title(f"Score distribution ({games})")
         ax.legend()
         fig.tight_layout()
-        fig.savefig(paths[3], dpi=100)
+        save_png(fig, paths[3])
         plt.close(fig)
     plots = "\n".join(f"![{p.stem}]({p.name})" for p in paths[2:])
     paths[1].write_text(format_markdown(result) + "\n" + plots + "\n")

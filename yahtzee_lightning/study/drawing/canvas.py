@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ...png import save_png
 from ..judging.context import Context, percent
 
 
@@ -53,9 +54,9 @@ def new_figure(width: float = 8, height: float = 4.5, ncols: int = 0, per_row: i
 
 
 def save_figure(fig: Any, path: Path) -> None:
-    """Save as PNG, with what the figure says written into the file's text (``Legend``: every
-    legend entry; ``Axes``: each panel's labels and limits; ``Rows``: each panel's named y ticks), so
-    that a test or a script can read it."""
+    """Save as a palette PNG (``yahtzee_lightning.png``), with what the figure says written into the
+    file's text (``Legend``: every legend entry; ``Axes``: each panel's labels and limits; ``Rows``:
+    each panel's named y ticks), so that a test or a script can read it."""
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
@@ -67,7 +68,7 @@ def save_figure(fig: Any, path: Path) -> None:
     ]
     rows = [" ; ".join(t.get_text() for t in ax.get_yticklabels() if t.get_text()) for ax in fig.axes]
     text = {"Legend": " | ".join(legend), "Axes": " | ".join(axes), "Rows": " | ".join(rows)}
-    fig.savefig(path, dpi=100, metadata=text)
+    save_png(fig, path, dpi=100, text=text)
     plt.close(fig)
 
 
