@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
         "digest",
         "untrusted",
         "atomic",
+        "png",
         "manifest",
         "replace",
         "shipped",
