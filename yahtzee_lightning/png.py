@@ -12,9 +12,10 @@ from typing import Any
 from .atomic import written_whole
 
 
-def palette_image(data: bytes) -> tuple[Any, Any]:
-    """A PNG's bytes as a palette image on white (a transparent pixel is the page behind it), and
-    its text chunks, kept for the file it is written to (``Legend``, ``Axes``: what a test reads)."""
+def write_palette_png(data: bytes, path: str | Path) -> None:
+    """``data`` (a PNG's bytes) written to ``path`` as a palette PNG on white (a transparent pixel is
+    the page behind it), its text chunks kept (``Legend``, ``Axes``: what a test reads), whole: a
+    crash leaves the old file."""
     from PIL import Image, PngImagePlugin
 
     image = Image.open(io.BytesIO(data))
@@ -25,14 +26,9 @@ def palette_image(data: bytes) -> tuple[Any, Any]:
     flat = Image.alpha_composite(page, image.convert("RGBA")).convert("RGB")
     # Median cut keeps the colours that cover the most pixels (the flat ones) exact; no dithering,
     # which would speckle the fills.
-    return flat.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE), info
-
-
-def write_palette_png(data: bytes, path: str | Path) -> None:
-    """``data`` (a PNG's bytes) written to ``path`` as a palette PNG, whole: a crash leaves the old file."""
-    image, info = palette_image(data)
+    palette = flat.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
     with written_whole(path) as partial:
-        image.save(partial, format="PNG", optimize=True, pnginfo=info)
+        palette.save(partial, format="PNG", optimize=True, pnginfo=info)
 
 
 def save_png(fig: Any, path: str | Path, dpi: int = 100, text: dict[str, str] | None = None) -> None:
