@@ -135,6 +135,7 @@ def test_a_long_legend_sits_beside_the_axes_where_it_covers_no_data():
         legend, axes = ax.get_legend().get_window_extent(), ax.get_window_extent()
         assert (legend.x0 >= axes.x1) == outside
         assert fig.get_figwidth() == (12 if outside else 8)
+        assert ax.get_legend().handlelength == (4.0 if outside else plt.rcParams["legend.handlelength"])
         plt.close(fig)
     assert spans_decades([50_000, 250_000, 3_380_000]) and not spans_decades([50_000, 250_000, 500_000])
     assert not spans_decades([0, 250_000]) and not spans_decades([250_000])  # nothing to compare

@@ -89,7 +89,9 @@ def place_legend(ax: Any) -> None:
     """The legend in the axes' emptiest corner when short; beside them, right of the plot, when long."""
     entries = len(ax.get_legend_handles_labels()[1])
     if entries > LEGEND_INSIDE:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+        # Long handles: past ten curves a colour comes back dashed, and a default handle, its marker
+        # in the middle, shows no dash, so two curves of one colour would read as one.
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, handlelength=4.0)
         ax.figure.set_size_inches(ax.figure.get_figwidth() + 4.0, ax.figure.get_figheight())
     else:
         ax.legend(fontsize=7, loc="best")
